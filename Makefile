@@ -1,0 +1,37 @@
+# The two front-door commands: `make run` (a single-node broker on 127.0.0.1:9092, data in
+# ./data) and `make test` (installs everything the tests need, then runs all of them).
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.brook-installed
+TEST_STAMP := $(VENV)/.brook-test-installed
+
+.PHONY: run test lint bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(TEST_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+run: $(STAMP)
+	$(BIN)/brook server --override log.dirs=./data
+
+test: $(TEST_STAMP)
+	scripts/install-system-deps
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(TEST_STAMP)
+	$(BIN)/ruff check .
+
+bench: $(TEST_STAMP)
+	$(BIN)/python -m bench.broker_throughput
+
+clean:
+	rm -rf $(VENV) data .pytest_cache

@@ -1,0 +1,396 @@
+"""The broker's configuration table (``server.properties``), with Kafka's names and defaults.
+
+Keys Kafka's own sample files carry but that have no meaning in Brook (thread counts, socket
+buffer sizes) are accepted and marked ``inert``; any other unknown key is an error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .defs import Config, ConfigDef, ConfigError, ConfigKey, Type, at_least, between, one_of
+from .topic import COMPRESSION_TYPES, LONG_MAX, SERVER_DEFAULT
+
+_K = ConfigKey
+
+SERVER_CONFIG = ConfigDef(
+    "server",
+    [
+        # node and cluster
+        _K(
+            "process.roles",
+            Type.LIST,
+            ["broker", "controller"],
+            one_of("broker", "controller"),
+            "Roles of this node: broker, controller, or both (combined)",
+        ),
+        _K("node.id", Type.INT, 1, at_least(0), "This node's id"),
+        _K("broker.id", Type.INT, -1, None, "Legacy synonym of node.id (ignored when -1)"),
+        _K(
+            "cluster.id",
+            Type.STRING,
+            None,
+            None,
+            "Cluster id written to meta.properties at first start (generated if unset)",
+        ),
+        _K(
+            "controller.quorum.voters",
+            Type.LIST,
+            [],
+            None,
+            "Controller voters as id@host:port; empty = this node alone",
+        ),
+        _K(
+            "controller.quorum.bootstrap.servers",
+            Type.LIST,
+            [],
+            None,
+            "Controller endpoints to bootstrap from",
+        ),
+        _K(
+            "controller.listener.names",
+            Type.LIST,
+            ["CONTROLLER"],
+            None,
+            "Listeners used by the controller quorum",
+        ),
+        _K(
+            "inter.broker.listener.name",
+            Type.STRING,
+            None,
+            None,
+            "Listener brokers use to talk to each other",
+        ),
+        _K(
+            "listeners",
+            Type.LIST,
+            ["PLAINTEXT://127.0.0.1:9092"],
+            None,
+            "Listeners as NAME://host:port",
+        ),
+        _K(
+            "advertised.listeners",
+            Type.LIST,
+            None,
+            None,
+            "Addresses given to clients; defaults to listeners",
+        ),
+        _K(
+            "listener.security.protocol.map",
+            Type.LIST,
+            ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"],
+            None,
+            "Listener name to security protocol (only PLAINTEXT is served)",
+        ),
+        _K("broker.rack", Type.STRING, None, None, "Rack of this broker"),
+        # storage
+        _K("log.dirs", Type.LIST, None, None, "Data directories (first one is used)"),
+        _K("log.dir", Type.STRING, "/tmp/brook-logs", None, "Data directory when log.dirs unset"),
+        _K(
+            "metadata.log.dir",
+            Type.STRING,
+            None,
+            None,
+            "Where the metadata log lives; defaults to the first log dir",
+        ),
+        _K("log.segment.bytes", Type.INT, 1073741824, at_least(14), "Size of a segment file"),
+        _K("log.roll.ms", Type.LONG, None, at_least(1), "Roll a segment after this long"),
+        _K("log.roll.hours", Type.INT, 168, at_least(1), "log.roll.ms in hours"),
+        _K("log.roll.jitter.ms", Type.LONG, None, at_least(0), "Jitter for segment rolls"),
+        _K("log.roll.jitter.hours", Type.INT, 0, at_least(0), "log.roll.jitter.ms in hours"),
+        _K("log.retention.ms", Type.LONG, None, at_least(-1), "Delete segments older than this"),
+        _K("log.retention.minutes", Type.INT, None, at_least(-1), "log.retention.ms in minutes"),
+        _K("log.retention.hours", Type.INT, 168, at_least(-1), "log.retention.ms in hours"),
+        _K("log.retention.bytes", Type.LONG, -1, None, "Largest partition size; -1 = unlimited"),
+        _K(
+            "log.retention.check.interval.ms",
+            Type.LONG,
+            300000,
+            at_least(1),
+            "How often retention runs",
+        ),
+        _K(
+            "log.segment.delete.delay.ms",
+            Type.LONG,
+            60000,
+            at_least(0),
+            "Delay before deleted segment files are removed",
+        ),
+        _K(
+            "log.flush.interval.messages",
+            Type.LONG,
+            LONG_MAX,
+            at_least(1),
+            "fsync a partition after this many messages",
+        ),
+        _K(
+            "log.flush.interval.ms",
+            Type.LONG,
+            None,
+            at_least(0),
+            "fsync a partition when its oldest unflushed message is this old",
+        ),
+        _K(
+            "log.flush.scheduler.interval.ms",
+            Type.LONG,
+            LONG_MAX,
+            at_least(0),
+            "How often the flusher checks; also log.flush.interval.ms when that is unset",
+        ),
+        _K(
+            "log.flush.offset.checkpoint.interval.ms",
+            Type.INT,
+            60000,
+            at_least(0),
+            "How often the recovery point is checkpointed",
+        ),
+        _K(
+            "replica.high.watermark.checkpoint.interval.ms",
+            Type.LONG,
+            5000,
+            at_least(1),
+            "How often high watermarks are checkpointed",
+        ),
+        _K("log.index.interval.bytes", Type.INT, 4096, at_least(0), "Bytes between index entries"),
+        _K("log.index.size.max.bytes", Type.INT, 10485760, at_least(4), "Largest index size"),
+        _K(
+            "log.cleanup.policy",
+            Type.LIST,
+            ["delete"],
+            one_of("delete", "compact"),
+            "Default cleanup.policy",
+        ),
+        _K(
+            "log.cleaner.delete.retention.ms",
+            Type.LONG,
+            86400000,
+            at_least(0),
+            "Default delete.retention.ms",
+        ),
+        _K("log.cleaner.enable", Type.BOOLEAN, True, None, "Run the log cleaner", inert=True),
+        _K(
+            "log.message.timestamp.type",
+            Type.STRING,
+            "CreateTime",
+            one_of("CreateTime", "LogAppendTime"),
+            "Default message.timestamp.type",
+        ),
+        _K(
+            "log.message.timestamp.before.max.ms",
+            Type.LONG,
+            LONG_MAX,
+            at_least(0),
+            "Default message.timestamp.before.max.ms",
+        ),
+        _K(
+            "log.message.timestamp.after.max.ms",
+            Type.LONG,
+            LONG_MAX,
+            at_least(0),
+            "Default message.timestamp.after.max.ms",
+        ),
+        _K("log.preallocate", Type.BOOLEAN, False, None, "Default preallocate", inert=True),
+        _K(
+            "compression.type",
+            Type.STRING,
+            "producer",
+            one_of(*COMPRESSION_TYPES),
+            "Default compression.type",
+        ),
+        _K("message.max.bytes", Type.INT, 1048588, at_least(0), "Largest record batch accepted"),
+        # topics
+        _K("num.partitions", Type.INT, 1, at_least(1), "Default partitions of a new topic"),
+        _K(
+            "default.replication.factor",
+            Type.INT,
+            1,
+            at_least(1),
+            "Default replication factor of a new topic",
+        ),
+        _K("min.insync.replicas", Type.INT, 1, at_least(1), "Default min.insync.replicas"),
+        _K(
+            "auto.create.topics.enable",
+            Type.BOOLEAN,
+            True,
+            None,
+            "Create a topic when Metadata or Produce names an unknown one",
+        ),
+        _K("delete.topic.enable", Type.BOOLEAN, True, None, "Allow DeleteTopics"),
+        _K(
+            "unclean.leader.election.enable",
+            Type.BOOLEAN,
+            False,
+            None,
+            "Default unclean.leader.election.enable",
+        ),
+        # replication
+        _K(
+            "replica.lag.time.max.ms",
+            Type.LONG,
+            30000,
+            at_least(0),
+            "A follower that has not caught up for this long leaves the ISR",
+        ),
+        _K("replica.fetch.max.bytes", Type.INT, 1048576, at_least(0), "Follower fetch size"),
+        _K("replica.fetch.wait.max.ms", Type.INT, 500, at_least(0), "Follower fetch wait"),
+        _K("num.replica.fetchers", Type.INT, 1, at_least(1), "Fetcher connections per leader"),
+        # network
+        _K(
+            "socket.request.max.bytes",
+            Type.INT,
+            104857600,
+            at_least(1),
+            "Largest request frame accepted; larger ones close the connection",
+        ),
+        _K(
+            "connections.max.idle.ms",
+            Type.LONG,
+            600000,
+            None,
+            "Close connections idle for this long",
+        ),
+        _K("request.timeout.ms", Type.INT, 30000, at_least(0), "Broker-side request timeout"),
+        _K(
+            "max.incremental.fetch.session.cache.slots",
+            Type.INT,
+            1000,
+            at_least(0),
+            "Fetch sessions (KIP-227) the broker caches",
+        ),
+        _K(
+            "fetch.max.bytes",
+            Type.INT,
+            57671680,
+            at_least(1024),
+            "Largest fetch response the broker builds",
+        ),
+        # groups and offsets
+        _K(
+            "offsets.topic.num.partitions",
+            Type.INT,
+            50,
+            at_least(1),
+            "Partitions of __consumer_offsets",
+        ),
+        _K(
+            "offsets.topic.replication.factor",
+            Type.SHORT,
+            3,
+            at_least(1),
+            "Replication factor of __consumer_offsets (capped by live brokers)",
+        ),
+        _K(
+            "offsets.topic.segment.bytes",
+            Type.INT,
+            104857600,
+            at_least(1),
+            "Segment size of __consumer_offsets",
+        ),
+        _K(
+            "offsets.retention.minutes",
+            Type.INT,
+            10080,
+            at_least(1),
+            "How long committed offsets of an empty group are kept",
+        ),
+        _K(
+            "offsets.retention.check.interval.ms",
+            Type.LONG,
+            600000,
+            at_least(1),
+            "How often expired offsets are removed",
+        ),
+        _K("offset.metadata.max.bytes", Type.INT, 4096, None, "Largest commit metadata"),
+        _K(
+            "group.initial.rebalance.delay.ms",
+            Type.INT,
+            3000,
+            None,
+            "Delay of the first rebalance of a new group",
+        ),
+        _K("group.min.session.timeout.ms", Type.INT, 6000, None, "Smallest session timeout"),
+        _K("group.max.session.timeout.ms", Type.INT, 1800000, None, "Largest session timeout"),
+        _K("group.max.size", Type.INT, 2**31 - 1, at_least(1), "Most members in a group"),
+        # experiments
+        _K(
+            "brook.fault.produce.delay.ms",
+            Type.INT,
+            0,
+            at_least(0),
+            "Fault injection: delay every produce response by this much (for experiments)",
+        ),
+        # accepted for compatibility, no effect
+        *(
+            _K(name, t, default, None, "Accepted for compatibility; no effect in Brook", inert=True)
+            for name, t, default in [
+                ("num.network.threads", Type.INT, 3),
+                ("num.io.threads", Type.INT, 8),
+                ("socket.send.buffer.bytes", Type.INT, 102400),
+                ("socket.receive.buffer.bytes", Type.INT, 102400),
+                ("num.recovery.threads.per.data.dir", Type.INT, 2),
+                ("transaction.state.log.replication.factor", Type.SHORT, 3),
+                ("transaction.state.log.min.isr", Type.INT, 2),
+                ("share.coordinator.state.topic.replication.factor", Type.SHORT, 3),
+                ("share.coordinator.state.topic.min.isr", Type.SHORT, 2),
+                ("group.coordinator.rebalance.protocols", Type.LIST, ["classic"]),
+                ("auto.leader.rebalance.enable", Type.BOOLEAN, True),
+            ]
+        ),
+    ],
+)
+
+
+def parse_server_config(props: dict[str, Any]) -> Config:
+    cfg = SERVER_CONFIG.parse(props)
+    for listener in cfg["listeners"]:
+        parse_listener(listener)
+    for listener in cfg["advertised.listeners"] or []:
+        parse_listener(listener)
+    if not cfg["listeners"]:
+        raise ConfigError("Invalid value for configuration listeners: at least one is required")
+    return cfg
+
+
+def parse_listener(text: str) -> tuple[str, str, int]:
+    """``NAME://host:port`` -> (NAME, host, port)."""
+    name, sep, rest = text.partition("://")
+    host, colon, port = rest.rpartition(":")
+    if not sep or not colon or not name:
+        raise ConfigError(
+            f"Invalid value {text} for configuration listeners: expected NAME://host:port"
+        )
+    try:
+        port_num = int(port)
+    except ValueError:
+        raise ConfigError(f"Invalid port in listener {text}: expected a number") from None
+    between(0, 65535)("listeners", port_num)
+    return name.upper(), host.strip("[]"), port_num
+
+
+def log_dirs(cfg: Config) -> list[str]:
+    return list(cfg["log.dirs"] or [cfg["log.dir"]])
+
+
+def node_id(cfg: Config) -> int:
+    if "node.id" not in cfg.explicit and cfg["broker.id"] >= 0:
+        return int(cfg["broker.id"])
+    return int(cfg["node.id"])
+
+
+def topic_defaults(cfg: Config) -> dict[str, Any]:
+    """Broker-level defaults for each topic config, resolving Kafka's hour/minute fallbacks."""
+    resolved = dict(cfg)
+    if resolved["log.roll.ms"] is None:
+        resolved["log.roll.ms"] = cfg["log.roll.hours"] * 3600_000
+    if resolved["log.roll.jitter.ms"] is None:
+        resolved["log.roll.jitter.ms"] = cfg["log.roll.jitter.hours"] * 3600_000
+    if resolved["log.retention.ms"] is None:
+        if cfg["log.retention.minutes"] is not None:
+            minutes = cfg["log.retention.minutes"]
+            resolved["log.retention.ms"] = -1 if minutes < 0 else minutes * 60_000
+        else:
+            hours = cfg["log.retention.hours"]
+            resolved["log.retention.ms"] = -1 if hours < 0 else hours * 3600_000
+    if resolved["log.flush.interval.ms"] is None:
+        resolved["log.flush.interval.ms"] = cfg["log.flush.scheduler.interval.ms"]
+    return {topic_key: resolved[server_key] for topic_key, server_key in SERVER_DEFAULT.items()}

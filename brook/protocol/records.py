@@ -1,0 +1,250 @@
+"""Records inside a v2 batch: build batches (client side) and decode them (consumers, tools,
+timestamp lookups). The broker's produce and fetch paths never come here.
+
+    record := length varint, attributes int8, timestampDelta varlong, offsetDelta varint,
+              keyLength varint, key, valueLength varint, value,
+              headerCount varint, (keyLength varint, key utf8, valueLength varint, value)*
+A length of -1 means null.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from crc32c import crc32c
+
+from .batch import (
+    CODEC_MASK,
+    CONTROL_BIT,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    TIMESTAMP_TYPE_BIT,
+    TRANSACTIONAL_BIT,
+    BatchHeader,
+    CorruptBatch,
+    check_batch,
+    read_header,
+)
+from .compression import CompressionError, compress, decompress
+from .primitives import read_uvarint, read_varint, uvarint, varint
+
+Headers = Sequence[tuple[str, bytes | None]]
+
+_HEADER_AFTER_CRC = struct.Struct(">hiqqqhii")
+_PREFIX = struct.Struct(">qiib")
+_UINT32 = struct.Struct(">I")
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+def encode_record(
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Headers = (),
+) -> bytes:
+    parts = [b"\x00", varint(timestamp_delta), varint(offset_delta)]
+    if key is None:
+        parts.append(b"\x01")  # varint(-1)
+    else:
+        parts.append(varint(len(key)))
+        parts.append(key)
+    if value is None:
+        parts.append(b"\x01")
+    else:
+        parts.append(varint(len(value)))
+        parts.append(value)
+    parts.append(varint(len(headers)))
+    for hkey, hvalue in headers:
+        hk = hkey.encode()
+        parts.append(varint(len(hk)))
+        parts.append(hk)
+        if hvalue is None:
+            parts.append(b"\x01")
+        else:
+            parts.append(varint(len(hvalue)))
+            parts.append(hvalue)
+    body = b"".join(parts)
+    return varint(len(body)) + body
+
+
+def record_size_upper_bound(key: bytes | None, value: bytes | None, headers: Headers = ()) -> int:
+    """A cheap upper bound of an encoded record's size (as Java's estimate, generous varints)."""
+    size = 21 + 5 + (len(key) if key else 0) + 5 + (len(value) if value else 0) + 5
+    for hkey, hvalue in headers:
+        size += 10 + len(hkey.encode()) + (len(hvalue) if hvalue else 0)
+    return size
+
+
+def build_batch(
+    records: Sequence[bytes],
+    *,
+    base_timestamp: int,
+    max_timestamp: int,
+    codec: int = 0,
+    base_offset: int = 0,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    base_sequence: int = NO_SEQUENCE,
+    partition_leader_epoch: int = -1,
+    transactional: bool = False,
+    log_append_time: bool = False,
+) -> bytes:
+    """A whole batch from already-encoded records (see ``encode_record``)."""
+    if not records:
+        raise ValueError("a batch needs at least one record")
+    payload = b"".join(records)
+    if codec:
+        payload = compress(codec, payload)
+    attributes = codec & CODEC_MASK
+    if transactional:
+        attributes |= TRANSACTIONAL_BIT
+    if log_append_time:
+        attributes |= TIMESTAMP_TYPE_BIT
+    after_crc = (
+        _HEADER_AFTER_CRC.pack(
+            attributes,
+            len(records) - 1,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            len(records),
+        )
+        + payload
+    )
+    crc = crc32c(after_crc)
+    batch_length = len(after_crc) + 4 + 1 + 4  # leader epoch + magic + crc
+    return (
+        _PREFIX.pack(base_offset, batch_length, partition_leader_epoch, MAGIC)
+        + _UINT32.pack(crc)
+        + after_crc
+    )
+
+
+def build_simple_batch(
+    values: Sequence[tuple[bytes | None, bytes | None]] | Sequence[bytes | None],
+    *,
+    timestamp: int = 0,
+    codec: int = 0,
+    headers: Headers = (),
+    **kwargs: int,
+) -> bytes:
+    """Convenience for tests and tools: records from values or (key, value) pairs."""
+    encoded = []
+    for i, item in enumerate(values):
+        key, value = item if isinstance(item, tuple) else (None, item)
+        encoded.append(encode_record(i, 0, key, value, headers))
+    return build_batch(
+        encoded, base_timestamp=timestamp, max_timestamp=timestamp, codec=codec, **kwargs
+    )
+
+
+def _decode_records(
+    data: bytes, count: int, base_offset: int, base_timestamp: int
+) -> Iterator[Record]:
+    pos = 0
+    end = len(data)
+    for _ in range(count):
+        length, pos = read_varint(data, pos)
+        record_end = pos + length
+        if length < 0 or record_end > end:
+            raise CorruptBatch("record runs past its batch")
+        pos += 1  # attributes
+        ts_delta, pos = read_varint(data, pos)
+        off_delta, pos = read_varint(data, pos)
+        klen, pos = read_varint(data, pos)
+        key = None
+        if klen >= 0:
+            key = data[pos : pos + klen]
+            pos += klen
+        vlen, pos = read_varint(data, pos)
+        value = None
+        if vlen >= 0:
+            value = data[pos : pos + vlen]
+            pos += vlen
+        hcount, pos = read_varint(data, pos)
+        headers = []
+        for _h in range(hcount):
+            hklen, pos = read_varint(data, pos)
+            hkey = data[pos : pos + hklen].decode("utf-8", "replace")
+            pos += hklen
+            hvlen, pos = read_varint(data, pos)
+            hvalue = None
+            if hvlen >= 0:
+                hvalue = data[pos : pos + hvlen]
+                pos += hvlen
+            headers.append((hkey, hvalue))
+        if pos != record_end:
+            raise CorruptBatch("record length does not match its fields")
+        yield Record(base_offset + off_delta, base_timestamp + ts_delta, key, value, tuple(headers))
+
+
+def batch_records(
+    buf: bytes | bytearray | memoryview, pos: int = 0, header: BatchHeader | None = None
+) -> list[Record]:
+    """Decode (and decompress) every record of the batch at ``pos``.
+
+    With LogAppendTime every record carries the batch's maxTimestamp, as in Kafka.
+    """
+    header = header or read_header(buf, pos)
+    raw = bytes(memoryview(buf)[pos + HEADER_SIZE : pos + LOG_OVERHEAD + header.batch_length])
+    try:
+        data = decompress(header.codec, raw) if header.codec else raw
+    except CompressionError as exc:
+        raise CorruptBatch(str(exc)) from None
+    try:
+        records = list(
+            _decode_records(data, header.records_count, header.base_offset, header.base_timestamp)
+        )
+    except (ValueError, IndexError) as exc:
+        raise CorruptBatch(f"malformed record: {exc}") from None
+    if header.log_append_time:
+        records = [
+            Record(r.offset, header.max_timestamp, r.key, r.value, r.headers) for r in records
+        ]
+    return records
+
+
+def iter_records(
+    buf: bytes | bytearray | memoryview, *, skip_control: bool = True, verify: bool = True
+) -> Iterator[tuple[BatchHeader, Record]]:
+    """Every record of every whole batch in ``buf``; a partial trailing batch is ignored."""
+    pos = 0
+    end = len(buf)
+    while end - pos >= LOG_OVERHEAD:
+        size = struct.unpack_from(">i", buf, pos + 8)[0] + LOG_OVERHEAD
+        if pos + size > end:
+            break
+        header = check_batch(buf, pos, end) if verify else read_header(buf, pos)
+        if not (skip_control and header.attributes & CONTROL_BIT):
+            for record in batch_records(buf, pos, header):
+                yield header, record
+        pos += size
+
+
+__all__ = [
+    "Record",
+    "batch_records",
+    "build_batch",
+    "build_simple_batch",
+    "encode_record",
+    "iter_records",
+    "read_uvarint",
+    "record_size_upper_bound",
+    "uvarint",
+]
