@@ -35,6 +35,17 @@ def _entity_type(tp: Any) -> type | None:
     return None
 
 
+def _tuple_item(tp: Any) -> Any | None:
+    """The item type of ``tuple[X, ...]`` or ``tuple[X, ...] | None``, else None."""
+    if typing.get_origin(tp) is tuple:
+        return typing.get_args(tp)[0]
+    if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
+        for arg in typing.get_args(tp):
+            if typing.get_origin(arg) is tuple:
+                return typing.get_args(arg)[0]
+    return None
+
+
 @cache
 def _plan(cls: type) -> tuple[tuple[str, int, Any], ...]:
     hints = typing.get_type_hints(cls)
@@ -48,8 +59,8 @@ def _plan(cls: type) -> tuple[tuple[str, int, Any], ...]:
             plan.append((f.name, _TD, None))
         elif kafka_type == "datetime_i64":
             plan.append((f.name, _DT, None))
-        elif typing.get_origin(tp) is tuple:
-            inner = _entity_type(typing.get_args(tp)[0])
+        elif _tuple_item(tp) is not None:
+            inner = _entity_type(_tuple_item(tp))
             plan.append((f.name, _ENTITY_SEQ if inner else _SCALAR, inner))
         else:
             inner = _entity_type(tp)

@@ -1,0 +1,1 @@
+"""Benchmarks that measure Brook against a peer in the same run and report ratios."""

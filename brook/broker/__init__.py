@@ -1,0 +1,1 @@
+"""The broker: listener, request handlers, replica manager, fetch sessions, coordinators."""

@@ -1,0 +1,45 @@
+"""AlterConfigs (33), v0-2: the legacy call whose entries replace all of a resource's
+dynamic overrides. Topic and broker (dynamic defaults of topic configs) resources."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brook.metadata.controller import ConfigOp, OpType
+from brook.protocol.api import ApiKey
+
+from ..registry import RequestContext, handler
+
+
+@handler(ApiKey.ALTER_CONFIGS, (0, 2))
+async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    resources = [
+        (
+            r.resource_type,
+            r.resource_name,
+            [ConfigOp(c.name, OpType.SET, c.value) for c in r.configs],
+        )
+        for r in request.resources
+    ]
+    return await alter(ctx, resources, False, bool(request.validate_only))
+
+
+async def alter(
+    ctx: RequestContext,
+    resources: list[tuple[int, str, list[ConfigOp]]],
+    incremental: bool,
+    validate_only: bool,
+) -> dict[str, Any]:
+    decision = await ctx.broker.metadata.submit(
+        lambda c: c.alter_configs(resources, incremental, validate_only)
+    )
+    responses = [
+        {
+            "error_code": o.error_code,
+            "error_message": o.error_message,
+            "resource_type": rtype,
+            "resource_name": name,
+        }
+        for (rtype, name, _), o in zip(resources, decision.results, strict=True)
+    ]
+    return {"throttle_time": 0, "responses": responses}

@@ -1,0 +1,39 @@
+"""AlterPartitionReassignments (45), v0-1: start moving partitions to target replicas, or
+cancel (null replicas). A move completes once every added replica is in the ISR."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brook.protocol.api import ApiKey
+from brook.protocol.errors import Errors
+
+from ..registry import RequestContext, handler
+
+
+@handler(ApiKey.ALTER_PARTITION_REASSIGNMENTS, (0, 1))
+async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    targets = [
+        (t.name, p.partition_index, None if p.replicas is None else list(p.replicas))
+        for t in request.topics
+        for p in t.partitions
+    ]
+    decision = await ctx.broker.metadata.submit(lambda c: c.alter_partition_reassignments(targets))
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for topic, p, outcome in decision.results:
+        by_topic.setdefault(topic, []).append(
+            {
+                "partition_index": p,
+                "error_code": outcome.error_code,
+                "error_message": outcome.error_message,
+            }
+        )
+    return {
+        "throttle_time": 0,
+        "allow_replication_factor_change": getattr(
+            request, "allow_replication_factor_change", True
+        ),
+        "error_code": Errors.NONE,
+        "error_message": None,
+        "responses": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+    }

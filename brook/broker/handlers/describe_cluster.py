@@ -1,0 +1,55 @@
+"""DescribeCluster (60), v0-2: the brokers on the request's listener (v2 can include fenced
+ones), the cluster id and the active controller. Only broker endpoints are served
+(endpoint_type 1); asking for controller endpoints gets UNSUPPORTED_ENDPOINT_TYPE."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brook.protocol.api import ApiKey
+from brook.protocol.errors import Errors
+
+from ..registry import RequestContext, handler
+from .common import CLUSTER_OPERATIONS, INT32_MIN
+
+UNSUPPORTED_ENDPOINT_TYPE = 114
+BROKERS = 1
+
+
+@handler(ApiKey.DESCRIBE_CLUSTER, (0, 2))
+def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    image = broker.image
+    endpoint_type = getattr(request, "endpoint_type", BROKERS)
+    response: dict[str, Any] = {
+        "throttle_time": 0,
+        "error_code": Errors.NONE,
+        "error_message": None,
+        "endpoint_type": endpoint_type,
+        "cluster_id": image.cluster_id or "",
+        "controller_id": broker.metadata.quorum.leader_id,
+        "brokers": [],
+        "cluster_authorized_operations": CLUSTER_OPERATIONS
+        if request.include_cluster_authorized_operations
+        else INT32_MIN,
+    }
+    if endpoint_type != BROKERS:
+        response["error_code"] = UNSUPPORTED_ENDPOINT_TYPE
+        response["error_message"] = "Only broker endpoints are served"
+        return response
+    include_fenced = bool(getattr(request, "include_fenced_brokers", False))
+    for info in sorted(image.brokers.values(), key=lambda b: b.broker_id):
+        if info.fenced and not include_fenced:
+            continue
+        ep = info.endpoint(ctx.listener)
+        if ep is not None:
+            response["brokers"].append(
+                {
+                    "broker_id": info.broker_id,
+                    "host": ep.host,
+                    "port": ep.port,
+                    "rack": info.rack,
+                    "is_fenced": info.fenced,
+                }
+            )
+    return response

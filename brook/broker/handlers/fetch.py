@@ -1,0 +1,237 @@
+"""Fetch (1), v4-18: consumers read up to the high watermark, followers up to the log end.
+
+Every request goes through the fetch session cache (KIP-227, fetch_session.py): sessionless,
+full, or incremental, and an incremental response carries only partitions that changed.
+The request is held until ``min_bytes`` are available or ``max_wait`` passes (long poll); a
+partition error answers at once. The first partition with data always returns at least one
+whole batch (KIP-74), later ones stop at the response's ``max_bytes``. Errors 6 and 74 carry
+the leader hint and the leader's endpoint for v16+ (KIP-951). v13+ names topics by id.
+Stored batches go to the socket as they are (brook.protocol.fetch_codec).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from brook.protocol.api import ApiKey
+from brook.protocol.build import to_ms
+from brook.protocol.errors import Errors, KafkaError
+from brook.protocol.fetch_codec import encode_fetch_response
+
+from ..fetch_session import FetchContext, FetchPartition, PartitionKey, PartitionResult
+from ..registry import RequestContext, handler
+from .common import leader_hint
+
+if TYPE_CHECKING:
+    from ..partition import Partition
+    from ..server import Broker
+
+ZERO_UUID = uuid.UUID(int=0)
+READ_COMMITTED = 1
+
+
+@handler(ApiKey.FETCH, (4, 18))
+def handle(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    version = ctx.api_version
+    uses_ids = version >= 13
+    replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+    is_follower = replica_id >= 0
+    partitions: list[FetchPartition] = []
+    for topic in request.topics:
+        if uses_ids:
+            topic_id = topic.topic_id or ZERO_UUID
+            info = broker.image.topics_by_id.get(topic_id)
+            name = info.name if info else ""
+        else:
+            info = broker.image.topics.get(topic.topic)
+            name, topic_id = topic.topic, (info.topic_id if info else ZERO_UUID)
+        for p in topic.partitions:
+            partitions.append(
+                FetchPartition(
+                    topic=name,
+                    topic_id=topic_id,
+                    partition=p.partition,
+                    fetch_offset=p.fetch_offset,
+                    log_start_offset=getattr(p, "log_start_offset", -1),
+                    max_bytes=p.partition_max_bytes,
+                    current_leader_epoch=getattr(p, "current_leader_epoch", -1),
+                    last_fetched_epoch=getattr(p, "last_fetched_epoch", -1),
+                )
+            )
+    forgotten: list[PartitionKey] = []
+    for topic in getattr(request, "forgotten_topics_data", ()):
+        key = (topic.topic_id or ZERO_UUID) if uses_ids else topic.topic
+        forgotten.extend((key, p) for p in topic.partitions)
+    session = broker.fetch_sessions.new_context(
+        session_id=getattr(request, "session_id", 0),
+        epoch=getattr(request, "session_epoch", -1),
+        partitions=partitions,
+        forgotten=forgotten,
+        is_follower=is_follower,
+        uses_topic_ids=uses_ids,
+    )
+    read_committed = request.isolation_level == READ_COMMITTED
+    if session.error_code:
+        return encode_fetch_response(
+            version, [], error_code=session.error_code, read_committed=read_committed
+        )
+    fetch = _Fetch(broker, ctx, session, is_follower, request.max_bytes)
+    fetch.read()
+    max_wait = to_ms(request.max_wait, 0)
+    if fetch.done(request.min_bytes) or max_wait <= 0:
+        return fetch.response(read_committed)
+    return fetch.long_poll(request.min_bytes, max_wait, read_committed)
+
+
+class _Fetch:
+    def __init__(
+        self,
+        broker: Broker,
+        ctx: RequestContext,
+        session: FetchContext,
+        is_follower: bool,
+        max_bytes: int,
+    ) -> None:
+        self.broker = broker
+        self.ctx = ctx
+        self.session = session
+        self.is_follower = is_follower
+        self.max_bytes = max_bytes
+        self.results: dict[PartitionKey, PartitionResult] = {}
+        self.bytes = 0
+        self.errors = False
+        self.hosted: list[Partition] = []
+        self.marks: list[int] = []
+
+    def key(self, fp: FetchPartition) -> PartitionKey:
+        return (fp.topic_id if self.ctx.api_version >= 13 else fp.topic, fp.partition)
+
+    def read(self) -> None:
+        self.results = {}
+        self.bytes = 0
+        self.errors = False
+        self.hosted = []
+        budget = self.max_bytes
+        for fp in self.session.partitions():
+            result, partition = self._read_one(fp, budget, min_one=self.bytes == 0)
+            self.results[self.key(fp)] = result
+            if result.error_code:
+                self.errors = True
+            if partition is not None:
+                self.hosted.append(partition)
+            self.bytes += len(result.records)
+            budget = max(0, budget - len(result.records))
+        self.marks = [p.appended_bytes for p in self.hosted]
+
+    def _read_one(
+        self, fp: FetchPartition, budget: int, min_one: bool
+    ) -> tuple[PartitionResult, Partition | None]:
+        version = self.ctx.api_version
+        if not fp.topic:
+            code = Errors.UNKNOWN_TOPIC_ID if version >= 13 else Errors.UNKNOWN_TOPIC_OR_PARTITION
+            return _error(code), None
+        rm = self.broker.replica_manager
+        partition, code = rm.leader_partition(fp.topic, fp.partition)
+        if partition is None:
+            return self._with_hint(_error(code), fp), None
+        code = partition.check_leader_epoch(fp.current_leader_epoch)
+        if code:
+            return self._with_hint(_error(code), fp), None
+        log = partition.log
+        result = PartitionResult(
+            Errors.NONE,
+            partition.high_watermark,
+            partition.high_watermark,
+            log.log_start_offset,
+            b"",
+        )
+        if fp.last_fetched_epoch >= 0:
+            epoch, end = log.end_offset_for_epoch(fp.last_fetched_epoch)
+            if epoch < fp.last_fetched_epoch or end < fp.fetch_offset:
+                result.diverging_epoch = (epoch, end)
+                return result, partition
+        try:
+            data = partition.read(
+                fp.fetch_offset,
+                min(fp.max_bytes, budget),
+                for_follower=self.is_follower,
+                min_one_batch=min_one,
+            )
+        except KafkaError as exc:
+            result.error_code = exc.code
+            return result, partition
+        result.records = data.records
+        result.log_start_offset = data.log_start_offset
+        return result, partition
+
+    def _with_hint(self, result: PartitionResult, fp: FetchPartition) -> PartitionResult:
+        if self.ctx.api_version >= 16 and result.error_code in (
+            Errors.NOT_LEADER_OR_FOLLOWER,
+            Errors.FENCED_LEADER_EPOCH,
+        ):
+            hint, _ = leader_hint(self.broker, fp.topic, fp.partition, self.ctx.listener)
+            result.current_leader = hint
+        return result
+
+    def done(self, min_bytes: int) -> bool:
+        return self.errors or self.bytes >= min_bytes or not self.results
+
+    async def long_poll(
+        self, min_bytes: int, max_wait_ms: int, read_committed: bool
+    ) -> list[bytes]:
+        deadline = time.monotonic() + max_wait_ms / 1000
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not self.hosted:
+                break
+            waiters = [p.data_waiter() for p in self.hosted]
+            try:
+                await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waiters:
+                    if not w.done():
+                        w.cancel()
+            grown = sum(p.appended_bytes - m for p, m in zip(self.hosted, self.marks, strict=True))
+            if self.bytes + grown >= min_bytes or any(not p.is_leader for p in self.hosted):
+                break
+        self.read()
+        return self.response(read_committed)
+
+    def response(self, read_committed: bool) -> list[bytes]:
+        data = self.session.build_response(self.results)
+        version = self.ctx.api_version
+        topics: list[tuple[str | uuid.UUID, list[tuple[int, PartitionResult]]]] = []
+        endpoints: dict[int, tuple[int, str, int, str | None]] = {}
+        last_key: str | uuid.UUID | None = None
+        for fp, result in data.partitions:
+            key = fp.topic_id if version >= 13 else fp.topic
+            if key != last_key or not topics:
+                topics.append((key, []))
+                last_key = key
+            topics[-1][1].append((fp.partition, result))
+            if version >= 16 and result.current_leader and result.current_leader[0] >= 0:
+                leader = result.current_leader[0]
+                _, ep = leader_hint(self.broker, fp.topic, fp.partition, self.ctx.listener)
+                if ep is not None:
+                    endpoints[leader] = (
+                        leader,
+                        ep.host,
+                        ep.port,
+                        self.broker.image.brokers[leader].rack,
+                    )
+        return encode_fetch_response(
+            version,
+            topics,
+            error_code=data.error_code,
+            session_id=data.session_id,
+            node_endpoints=list(endpoints.values()),
+            read_committed=read_committed,
+        )
+
+
+def _error(code: int) -> PartitionResult:
+    return PartitionResult(code, -1, -1, -1, b"")

@@ -1,0 +1,74 @@
+"""ListOffsets (2), v1-10: earliest (-2), latest (-1, the high watermark), max timestamp (-3,
+v7+), earliest local (-4, v8+), latest tiered (-5, v9+: none without tiered storage), or the
+first offset whose timestamp is at or after the given one, below the high watermark.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brook.protocol.api import ApiKey
+from brook.protocol.errors import Errors
+
+from ..registry import RequestContext, handler
+
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
+
+
+@handler(ApiKey.LIST_OFFSETS, (1, 10))
+def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    rm = ctx.broker.replica_manager
+    seen: set[tuple[str, int]] = set()
+    duplicates = {
+        (t.name, p.partition_index)
+        for t in request.topics
+        for p in t.partitions
+        if (t.name, p.partition_index) in seen or seen.add((t.name, p.partition_index))
+    }
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            entry: dict[str, Any] = {
+                "partition_index": p.partition_index,
+                "timestamp": -1,
+                "offset": -1,
+                "leader_epoch": -1,
+                "error_code": Errors.NONE,
+            }
+            partitions.append(entry)
+            if (topic.name, p.partition_index) in duplicates:
+                entry["error_code"] = Errors.INVALID_REQUEST
+                continue
+            partition, code = rm.leader_partition(topic.name, p.partition_index)
+            if partition is None:
+                entry["error_code"] = code
+                continue
+            code = partition.check_leader_epoch(getattr(p, "current_leader_epoch", -1))
+            if code:
+                entry["error_code"] = code
+                continue
+            log = partition.log
+            target = int(p.timestamp)
+            hw = partition.high_watermark
+            if target == LATEST:
+                entry.update(offset=hw, leader_epoch=partition.leader_epoch)
+            elif target in (EARLIEST, EARLIEST_LOCAL):
+                epoch = log.epoch_cache.epoch_for_offset(log.log_start_offset)
+                entry.update(
+                    offset=log.log_start_offset, leader_epoch=-1 if epoch is None else epoch
+                )
+            elif target == LATEST_TIERED:
+                pass
+            elif target == MAX_TIMESTAMP:
+                found = log.max_timestamp_offset()
+                if found is not None and found[0] < hw:
+                    entry.update(offset=found[0], timestamp=found[1], leader_epoch=found[2])
+            elif target < 0:
+                entry["error_code"] = Errors.INVALID_REQUEST
+            else:
+                found = log.offset_for_timestamp(target)
+                if found is not None and found[0] < hw:
+                    entry.update(offset=found[0], timestamp=found[1], leader_epoch=found[2])
+        topics.append({"name": topic.name, "partitions": partitions})
+    return {"throttle_time": 0, "topics": topics}

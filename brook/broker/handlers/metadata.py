@@ -1,0 +1,141 @@
+"""Metadata (3), v0-13: brokers on the request's listener, topics, partitions, topic ids.
+
+Unknown topics are created when the request allows it (v4+, always for v0-3) and
+``auto.create.topics.enable`` is on; the creation completes before the answer, so the client
+sees the new topic at once instead of LEADER_NOT_AVAILABLE retries. v0 reads an empty topic
+list as "all topics"; v1+ uses null for that. Authorized operations are reported as "all"
+(there is no authorizer); v13's top-level error code is always NONE.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
+
+from brook.metadata.topics import INTERNAL_TOPICS, topic_name_error
+from brook.protocol.api import ApiKey
+from brook.protocol.errors import Errors
+
+from ..registry import RequestContext, handler
+from .common import CLUSTER_OPERATIONS, INT32_MIN, TOPIC_OPERATIONS, auto_create_topics
+
+if TYPE_CHECKING:
+    from ..server import Broker
+
+ZERO_UUID = uuid.UUID(int=0)
+
+
+@handler(ApiKey.METADATA, (0, 13))
+def handle(ctx: RequestContext, request: Any) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+    broker = ctx.broker
+    topics = request.topics
+    if ctx.api_version == 0 and not topics:
+        topics = None
+    allow_create = ctx.api_version < 4 or bool(request.allow_auto_topic_creation)
+    if topics is not None and allow_create and broker.config["auto.create.topics.enable"]:
+        missing = [
+            t.name
+            for t in topics
+            if t.name
+            and t.name not in broker.image.topics
+            and topic_name_error(t.name) is None
+            and t.name not in INTERNAL_TOPICS
+        ]
+        if missing:
+            return _after_creating(ctx, request, topics, missing)
+    return _response(ctx, request, topics)
+
+
+async def _after_creating(
+    ctx: RequestContext, request: Any, topics: Any, missing: list[str]
+) -> dict[str, Any]:
+    await auto_create_topics(ctx.broker, missing)
+    return _response(ctx, request, topics)
+
+
+def _response(ctx: RequestContext, request: Any, topics: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    image = broker.image
+    wants_topic_ops = bool(getattr(request, "include_topic_authorized_operations", False))
+    wants_cluster_ops = bool(getattr(request, "include_cluster_authorized_operations", False))
+    if topics is None:
+        entries = [
+            _topic(broker, ctx, name, None, wants_topic_ops) for name in sorted(image.topics)
+        ]
+    else:
+        entries = []
+        for t in topics:
+            topic_id = getattr(t, "topic_id", None)
+            entries.append(_topic(broker, ctx, t.name, topic_id, wants_topic_ops))
+    brokers = []
+    for info in image.live_brokers():
+        ep = info.endpoint(ctx.listener)
+        if ep is not None:
+            brokers.append(
+                {"node_id": info.broker_id, "host": ep.host, "port": ep.port, "rack": info.rack}
+            )
+    return {
+        "throttle_time": 0,
+        "brokers": brokers,
+        "cluster_id": image.cluster_id,
+        "controller_id": broker.metadata.quorum.leader_id,
+        "topics": entries,
+        "cluster_authorized_operations": CLUSTER_OPERATIONS if wants_cluster_ops else INT32_MIN,
+        "error_code": Errors.NONE,
+    }
+
+
+def _topic(
+    broker: Broker,
+    ctx: RequestContext,
+    name: str | None,
+    topic_id: uuid.UUID | None,
+    wants_ops: bool,
+) -> dict[str, Any]:
+    image = broker.image
+    info = None
+    if name:
+        info = image.topics.get(name)
+    elif topic_id is not None and topic_id != ZERO_UUID:
+        info = image.topics_by_id.get(topic_id)
+    entry: dict[str, Any] = {
+        "name": name,
+        "topic_id": topic_id or ZERO_UUID,
+        "is_internal": False,
+        "partitions": (),
+        "topic_authorized_operations": TOPIC_OPERATIONS if wants_ops else INT32_MIN,
+    }
+    if info is None:
+        if name:
+            problem = topic_name_error(name)
+            entry["error_code"] = (
+                Errors.INVALID_TOPIC_EXCEPTION if problem else Errors.UNKNOWN_TOPIC_OR_PARTITION
+            )
+        else:
+            entry["error_code"] = Errors.UNKNOWN_TOPIC_ID
+        return entry
+    alive = {b.broker_id for b in image.live_brokers()}
+    partitions = []
+    for index in sorted(info.partitions):
+        p = info.partitions[index]
+        leader_ok = p.leader in alive and image.alive_endpoint(p.leader, ctx.listener) is not None
+        partitions.append(
+            {
+                "error_code": Errors.NONE if leader_ok else Errors.LEADER_NOT_AVAILABLE,
+                "partition_index": index,
+                "leader_id": p.leader if leader_ok else -1,
+                "leader_epoch": p.leader_epoch,
+                "replica_nodes": p.replicas,
+                "isr_nodes": p.isr,
+                "offline_replicas": tuple(r for r in p.replicas if r not in alive),
+            }
+        )
+    entry.update(
+        error_code=Errors.NONE,
+        name=info.name,
+        topic_id=info.topic_id,
+        is_internal=info.name in INTERNAL_TOPICS,
+        partitions=partitions,
+    )
+    return entry

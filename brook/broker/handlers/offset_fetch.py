@@ -1,0 +1,62 @@
+"""OffsetFetch (9), v1-9 (v8+ several groups): committed offsets, leader epochs (v5+) and
+metadata; null topics (v2+) fetch every committed offset. Unknown partitions give -1.
+require_stable (v7) never blocks (no transactions); v9 member epochs are not checked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brook.protocol.api import ApiKey
+from brook.protocol.errors import Errors
+
+from ..group.coordinator import GroupCoordinator
+from ..registry import RequestContext, handler
+
+
+@handler(ApiKey.OFFSET_FETCH, (1, 9))
+def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    coordinator = ctx.broker.group_coordinator
+    if ctx.api_version >= 8:
+        groups = []
+        for group in request.groups:
+            error, topics = _fetch(coordinator, group.group_id, group.topics)
+            groups.append({"group_id": group.group_id, "topics": topics, "error_code": error})
+        return {"throttle_time": 0, "groups": groups}
+    error, topics = _fetch(coordinator, request.group_id, request.topics)
+    if error and ctx.api_version < 2:
+        # v1 has no top-level error: every requested partition carries it.
+        topics = [
+            {
+                "name": t.name,
+                "partitions": [_partition(p, None, error) for p in t.partition_indexes],
+            }
+            for t in request.topics
+        ]
+    return {"throttle_time": 0, "topics": topics, "error_code": error}
+
+
+def _fetch(
+    coordinator: GroupCoordinator, group_id: str, requested: Any
+) -> tuple[int, list[dict[str, Any]]]:
+    if requested is None:
+        wanted = None
+    else:
+        wanted = [(t.name, p) for t in requested for p in t.partition_indexes]
+    error, offsets = coordinator.fetch_offsets(group_id, wanted)
+    if error:
+        return error, []
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), value in offsets:
+        by_topic.setdefault(topic, []).append(_partition(partition, value, Errors.NONE))
+    return Errors.NONE, [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
+
+
+def _partition(index: int, value: Any, error: int) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "committed_offset": value.offset if value is not None else -1,
+        "committed_leader_epoch": value.leader_epoch if value is not None else -1,
+        "metadata": value.metadata if value is not None else "",
+        "error_code": error,
+    }

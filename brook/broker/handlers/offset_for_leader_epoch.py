@@ -1,0 +1,39 @@
+"""OffsetForLeaderEpoch (23), v2-4: the end offset of a leader epoch on this leader (KIP-101,
+KIP-279), used by followers to truncate and by consumers to validate positions (KIP-320)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brook.protocol.api import ApiKey
+from brook.protocol.errors import Errors
+
+from ..registry import RequestContext, handler
+
+
+@handler(ApiKey.OFFSET_FOR_LEADER_EPOCH, (2, 4))
+def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    rm = ctx.broker.replica_manager
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            entry: dict[str, Any] = {
+                "error_code": Errors.NONE,
+                "partition": p.partition,
+                "leader_epoch": -1,
+                "end_offset": -1,
+            }
+            partitions.append(entry)
+            partition, code = rm.leader_partition(topic.topic, p.partition)
+            if partition is None:
+                entry["error_code"] = code
+                continue
+            code = partition.check_leader_epoch(p.current_leader_epoch)
+            if code:
+                entry["error_code"] = code
+                continue
+            epoch, end = partition.log.end_offset_for_epoch(p.leader_epoch)
+            entry.update(leader_epoch=epoch, end_offset=end)
+        topics.append({"topic": topic.topic, "partitions": partitions})
+    return {"throttle_time": 0, "topics": topics}

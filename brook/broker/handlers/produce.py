@@ -1,0 +1,157 @@
+"""Produce (0), v3-13 served, v0 advertised as the minimum (as Kafka 4 does, so librdkafka
+before 2.11.1 keeps compression on); v0-2 requests close the connection.
+
+Per partition: leadership, then the log's validation (CRC, one magic-2 batch, sizes,
+idempotent sequences) and append. acks=all waits for the high watermark; acks=0 sends
+nothing back and closes the connection if any partition failed (Kafka's way of telling the
+client). NOT_LEADER_OR_FOLLOWER carries the leader hint and endpoint for v10+ (KIP-951).
+v13 names topics by id. The response is hand-encoded (see brook.protocol.produce_codec).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+from brook.log.log import AppendResult
+from brook.protocol.api import ApiKey
+from brook.protocol.batch import MAGIC
+from brook.protocol.compression import Codec
+from brook.protocol.errors import Errors, KafkaError
+from brook.protocol.produce_codec import PartitionProduceResult, encode_produce_response
+
+from ..partition import Partition
+from ..registry import RequestContext, handler
+from .common import leader_hint
+
+
+@handler(ApiKey.PRODUCE, (3, 13), advertised_min=0)
+def handle(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    version = ctx.api_version
+    acks = request.acks
+    now = int(time.time() * 1000)
+    rm = broker.replica_manager
+    topics: list[tuple[str | uuid.UUID, list[PartitionProduceResult]]] = []
+    appended: list[tuple[Partition, PartitionProduceResult, AppendResult]] = []
+    hints: dict[int, tuple[int, str, int, str | None]] = {}
+    any_error = False
+    for topic_data in request.topic_data:
+        if version >= 13:
+            key: str | uuid.UUID = topic_data.topic_id
+            info = broker.image.topics_by_id.get(topic_data.topic_id)
+            name = info.name if info else None
+        else:
+            key = name = topic_data.name
+        results: list[PartitionProduceResult] = []
+        topics.append((key, results))
+        for pdata in topic_data.partition_data:
+            result = PartitionProduceResult(pdata.index)
+            results.append(result)
+            if name is None:
+                result.error_code = Errors.UNKNOWN_TOPIC_ID
+                any_error = True
+                continue
+            if acks not in (-1, 0, 1):
+                result.error_code = Errors.INVALID_REQUIRED_ACKS
+                any_error = True
+                continue
+            partition, error = rm.leader_partition(name, pdata.index)
+            if partition is None:
+                result.error_code = error
+                any_error = True
+                if error == Errors.NOT_LEADER_OR_FOLLOWER and version >= 10:
+                    (leader, epoch), endpoint = leader_hint(broker, name, pdata.index, ctx.listener)
+                    result.current_leader = (leader, epoch)
+                    if endpoint is not None:
+                        hints[leader] = (
+                            leader,
+                            endpoint.host,
+                            endpoint.port,
+                            broker.image.brokers[leader].rack,
+                        )
+                continue
+            try:
+                check_records(pdata.records, version)
+                append = partition.append_as_leader(pdata.records, acks, now)
+            except KafkaError as exc:
+                result.error_code = exc.code
+                result.error_message = exc.message
+                any_error = True
+                continue
+            result.base_offset = append.first_offset
+            result.log_append_time_ms = append.log_append_time_ms
+            result.log_start_offset = append.log_start_offset
+            appended.append((partition, result, append))
+    if acks == 0:
+        if any_error:
+            ctx.connection.close("acks=0 produce failed for at least one partition")
+        return None
+    delay_ms = broker.fault_produce_delay_ms
+    needs_flush = [
+        p
+        for p, _, a in appended
+        if not a.duplicate and p.log.unflushed_messages() >= p.log.config.flush_messages
+    ]
+    waits = []
+    if acks == -1:
+        for partition, result, append in appended:
+            fut = partition.wait_for_acks(append.last_offset + 1)
+            if fut is not None:
+                waits.append((result, fut))
+    if not waits and not needs_flush and not delay_ms:
+        return encode_produce_response(version, topics, list(hints.values()))
+    return _complete(
+        version, topics, list(hints.values()), waits, needs_flush, request.timeout, delay_ms
+    )
+
+
+def check_records(records: bytes | None, version: int) -> None:
+    """Kafka's ProduceRequest.validateRecords: one magic-2 batch, zstd needs v7+."""
+    if not records or len(records) < 17:
+        raise KafkaError(Errors.INVALID_RECORD, "Produce request has no record batch")
+    if records[16] != MAGIC:
+        raise KafkaError(
+            Errors.INVALID_RECORD,
+            f"Produce requests with version {version} are only allowed to contain record "
+            f"batches with magic version 2",
+        )
+    if version < 7 and len(records) >= 23 and records[22] & 0x07 == Codec.ZSTD:
+        raise KafkaError(
+            Errors.UNSUPPORTED_COMPRESSION_TYPE,
+            "Produce requests with version below 7 cannot use zstd compression",
+        )
+
+
+async def _complete(
+    version: int,
+    topics: list[tuple[str | uuid.UUID, list[PartitionProduceResult]]],
+    hints: list[tuple[int, str, int, str | None]],
+    waits: list[tuple[PartitionProduceResult, asyncio.Future[None]]],
+    needs_flush: list[Partition],
+    timeout_ms: Any,
+    delay_ms: int,
+) -> bytes:
+    if needs_flush:
+        await asyncio.gather(*(asyncio.to_thread(p.log.flush) for p in needs_flush))
+    if waits:
+        timeout = _ms(timeout_ms) / 1000
+        done, _pending = await asyncio.wait([f for _, f in waits], timeout=max(timeout, 0))
+        for result, fut in waits:
+            if fut not in done:
+                fut.cancel()
+                result.error_code = Errors.REQUEST_TIMED_OUT
+            elif fut.exception() is not None:
+                exc = fut.exception()
+                result.error_code = exc.code if isinstance(exc, KafkaError) else -1
+    if delay_ms:
+        await asyncio.sleep(delay_ms / 1000)
+    return encode_produce_response(version, topics, hints)
+
+
+def _ms(value: Any) -> int:
+    if hasattr(value, "total_seconds"):
+        return int(value.total_seconds() * 1000)
+    return int(value)

@@ -1,0 +1,1 @@
+"""The ``brook`` command: one subcommand per Kafka script."""

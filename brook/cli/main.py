@@ -1,0 +1,32 @@
+"""``brook <subcommand>``: dispatch to the subcommand modules, each mirroring a Kafka script."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# subcommand -> (module, help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "server": ("brook.cli.server", "run a Brook node (kafka-server-start)"),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="brook", description="Brook event-streaming platform")
+    parser.add_argument("command", choices=sorted(COMMANDS), help="subcommand")
+    if not argv or argv[0] in ("-h", "--help"):
+        parser.print_help()
+        lines = [f"  {name:<24}{help_}" for name, (_, help_) in sorted(COMMANDS.items())]
+        print("\ncommands:\n" + "\n".join(lines))
+        return 0 if argv else 2
+    command = argv[0]
+    if command not in COMMANDS:
+        parser.error(f"unknown command '{command}'")
+    module = importlib.import_module(COMMANDS[command][0])
+    return int(module.main(argv[1:]) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""``brook server [--config server.properties] [--override key=value ...]``
+
+Runs a node with Kafka's server properties. Without a config file it is a single combined
+broker/controller on 127.0.0.1:9092. SIGINT/SIGTERM stop it cleanly (checkpoints and the
+clean-shutdown marker are written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from brook.config.defs import ConfigError, load_properties
+from brook.config.server import parse_server_config
+
+
+def _parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="brook server", description=__doc__.splitlines()[0])
+    parser.add_argument("config", nargs="?", help="server.properties file (positional form)")
+    parser.add_argument("--config", dest="config_opt", help="server.properties file")
+    parser.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a property (repeatable)",
+    )
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    return parser.parse_args(argv)
+
+
+def load_config(args: argparse.Namespace) -> dict[str, str]:
+    props: dict[str, str] = {}
+    path = args.config_opt or args.config
+    if path:
+        file = Path(path)
+        if not file.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        props.update(load_properties(file.read_text()))
+    for item in args.override:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--override expects KEY=VALUE, got '{item}'")
+        props[key.strip()] = value.strip()
+    return props
+
+
+def main(argv: list[str]) -> int:
+    args = _parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(),
+        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)",
+        stream=sys.stderr,
+    )
+    try:
+        config = parse_server_config(load_config(args))
+    except ConfigError as exc:
+        print(f"brook server: {exc}", file=sys.stderr)
+        return 2
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(_run(config))
+    return uvloop.run(_run(config))
+
+
+async def _run(config: object) -> int:
+    from brook.broker.server import Broker
+
+    broker = Broker(config)  # type: ignore[arg-type]
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await broker.start()
+    except OSError as exc:
+        logging.getLogger("brook").error("cannot start: %s", exc)
+        return 1
+    await stop.wait()
+    await broker.stop()
+    return 0

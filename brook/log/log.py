@@ -1,0 +1,633 @@
+"""A partition's log (Kafka's ``UnifiedLog`` and ``LocalLog``): the ordered segments of one
+``<topic>-<partition>`` directory with append as leader or follower, reads by offset and
+timestamp, truncation, segment rolls, retention and flushing.
+
+Batches stay opaque bytes apart from their 61-byte header: an append validates the header and
+CRC, patches the base offset and leader epoch, and writes; a read returns stored bytes.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+import uuid
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from brook.protocol.batch import (
+    CONTROL_BIT,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    BatchHeader,
+    CorruptBatch,
+    check_batch,
+    patch_base_offset,
+    patch_leader_epoch,
+    set_log_append_time,
+)
+from brook.protocol.errors import Errors, KafkaError
+
+from .checkpoints import CheckpointError, PartitionMetadataFile, fsync_dir
+from .config import LogConfig
+from .epoch_cache import LeaderEpochCache
+from .loader import LogLoader
+from .producer_state import ProducerStateManager
+from .segment import LogSegment
+from .time_index import NO_TIMESTAMP
+
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+PARTITION_METADATA = "partition.metadata"
+_READ_CACHE_SIZE = 16
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def parse_topic_partition(name: str) -> tuple[str, int]:
+    """Split a ``<topic>-<partition>`` directory name; topics may contain '-' themselves."""
+    topic, dash, partition = name.rpartition("-")
+    if not dash or not topic or not partition.isdigit():
+        raise ValueError(f"{name!r} is not a <topic>-<partition> directory name")
+    return topic, int(partition)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    first_offset: int
+    last_offset: int
+    log_append_time_ms: int
+    log_start_offset: int
+    records_count: int
+    duplicate: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    records: bytes
+    log_start_offset: int
+    log_end_offset: int
+
+
+class PartitionLog:
+    """Appends and truncation run on one thread (the event loop); ``flush`` may run on a
+    worker thread at the same time, so changes to the segment list take ``_lock``."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        segments: list[LogSegment],
+        *,
+        log_start_offset: int,
+        recovery_point: int,
+        epoch_cache: LeaderEpochCache,
+        now: int,
+    ) -> None:
+        self.dir = directory
+        self.topic, self.partition = parse_topic_partition(directory.name)
+        self.config = config
+        self.topic_id: uuid.UUID | None = None
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._lock = threading.Lock()
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = segments[-1].next_offset
+        self.recovery_point = recovery_point
+        self.epoch_cache = epoch_cache
+        self.producer_state = ProducerStateManager(directory)
+        self._last_flush_ms = now
+        self._truncations = 0  # a flush racing a truncation must not move the recovery point
+        self._new_segment = False
+        # next offset -> (segment, position) where recent reads ended: sequential fetches
+        # continue there without an index lookup and header scan.
+        self._read_cache: dict[int, tuple[LogSegment, int]] = {}
+
+    @classmethod
+    def open(
+        cls,
+        dir: Path,
+        config: LogConfig,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        had_clean_shutdown: bool = False,
+        topic_id: uuid.UUID | None = None,
+        now_ms: int | None = None,
+    ) -> PartitionLog:
+        """Load (recovering if needed) or create the log in ``dir``."""
+        directory = Path(dir)
+        parse_topic_partition(directory.name)
+        directory.mkdir(parents=True, exist_ok=True)
+        now = wall_clock_ms() if now_ms is None else now_ms
+        epoch_cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT)
+        loaded = LogLoader(
+            directory,
+            config,
+            epoch_cache,
+            recovery_point=recovery_point,
+            log_start_offset=log_start_offset,
+            had_clean_shutdown=had_clean_shutdown,
+            now_ms=now,
+        ).load()
+        plog = cls(
+            directory,
+            config,
+            loaded.segments,
+            log_start_offset=loaded.log_start_offset,
+            recovery_point=loaded.recovery_point,
+            epoch_cache=epoch_cache,
+            now=now,
+        )
+        plog.assign_topic_id(topic_id)
+        plog._rebuild_producer_state()
+        return plog
+
+    def assign_topic_id(self, topic_id: uuid.UUID | None) -> None:
+        """Check ``topic_id`` against partition.metadata, writing it if the file has none."""
+        meta = PartitionMetadataFile(self.dir / PARTITION_METADATA)
+        try:
+            stored = meta.read()
+        except CheckpointError:
+            stored = None
+        if topic_id is not None and stored is not None and stored != topic_id:
+            raise KafkaError(
+                Errors.INCONSISTENT_TOPIC_ID,
+                f"{self.dir.name} belongs to topic id {stored}, not {topic_id}",
+            )
+        if topic_id is not None and stored is None:
+            meta.write(topic_id)
+        self.topic_id = topic_id or stored
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+        self._segments[-1].reconfigure(config)
+
+    # ------------------------------------------------------------------ appends
+    def append_as_leader(self, records: bytes, leader_epoch: int, now_ms: int) -> AppendResult:
+        """Validate one client batch, give it the next offsets and ``leader_epoch``, write it.
+
+        Raises KafkaError with Kafka's code for a batch it rejects; nothing is written then.
+        """
+        header = self._validate_client_batch(records, now_ms)
+        config = self.config
+        if header.producer_id >= 0:
+            duplicate = self.producer_state.check_append(header)
+            if duplicate is not None:
+                return AppendResult(
+                    duplicate.first_offset,
+                    duplicate.last_offset,
+                    duplicate.timestamp if config.log_append_time else -1,
+                    self.log_start_offset,
+                    header.records_count,
+                    True,
+                )
+        base = self.log_end_offset
+        size = len(records)
+        if config.log_append_time:
+            whole = bytearray(records)
+            patch_base_offset(whole, 0, base)
+            patch_leader_epoch(whole, 0, leader_epoch)
+            set_log_append_time(whole, 0, now_ms)
+            parts: tuple[bytes | bytearray | memoryview, ...] = (whole,)
+            max_timestamp = append_time = now_ms
+        else:
+            head = bytearray(records[:HEADER_SIZE])
+            patch_base_offset(head, 0, base)
+            patch_leader_epoch(head, 0, leader_epoch)
+            parts = (head, memoryview(records)[HEADER_SIZE:])
+            max_timestamp, append_time = header.max_timestamp, -1
+        last = base + header.last_offset_delta
+        segment = self._segments[-1]
+        if segment.should_roll(size, max_timestamp, last, now_ms, config):
+            segment = self._roll(now_ms)
+        segment.append(parts, size, last, max_timestamp)
+        self.log_end_offset = last + 1
+        latest = self.epoch_cache.latest_epoch()
+        if leader_epoch >= 0 and (latest is None or leader_epoch > latest):
+            self.epoch_cache.assign(leader_epoch, base)
+        if header.producer_id >= 0:
+            self.producer_state.update(header, base, max_timestamp)
+        self.producer_state.map_end_offset = last + 1
+        return AppendResult(
+            base, last, append_time, self.log_start_offset, header.records_count, False
+        )
+
+    def _validate_client_batch(self, records: bytes, now_ms: int) -> BatchHeader:
+        """Kafka's LogValidator checks, on the header alone."""
+        size = len(records)
+        if size > 16 and records[16] != MAGIC:
+            raise KafkaError(Errors.INVALID_RECORD, f"record batch magic {records[16]} is not 2")
+        try:
+            header = check_batch(records, 0, size)
+        except CorruptBatch as exc:
+            raise KafkaError(Errors.CORRUPT_MESSAGE, str(exc)) from None
+        batch_size = header.batch_length + LOG_OVERHEAD
+        if batch_size != size:
+            if size - batch_size >= HEADER_SIZE:
+                raise KafkaError(Errors.INVALID_RECORD, "a produce carries one batch per partition")
+            raise KafkaError(Errors.CORRUPT_MESSAGE, "trailing bytes after the batch")
+        count = header.records_count
+        if count <= 0 or count != header.last_offset_delta + 1:
+            raise KafkaError(
+                Errors.INVALID_RECORD,
+                f"batch of {count} records with last offset delta {header.last_offset_delta}",
+            )
+        if header.attributes & CONTROL_BIT:
+            raise KafkaError(Errors.INVALID_RECORD, "clients may not write control batches")
+        config = self.config
+        if size > config.max_message_bytes:
+            raise KafkaError(
+                Errors.MESSAGE_TOO_LARGE,
+                f"batch of {size} bytes exceeds max.message.bytes {config.max_message_bytes}",
+            )
+        if size > config.segment_bytes:
+            raise KafkaError(
+                Errors.RECORD_LIST_TOO_LARGE,
+                f"batch of {size} bytes exceeds segment.bytes {config.segment_bytes}",
+            )
+        if not config.log_append_time:
+            low = now_ms - config.message_timestamp_before_max_ms
+            high = now_ms + config.message_timestamp_after_max_ms
+            first, largest = header.base_timestamp, header.max_timestamp
+            if not (low <= first <= high or first == NO_TIMESTAMP) or not (
+                low <= largest <= high or largest == NO_TIMESTAMP
+            ):
+                raise KafkaError(
+                    Errors.INVALID_TIMESTAMP,
+                    f"timestamps {first}..{largest} are out of range [{low}, {high}]",
+                )
+        return header
+
+    def append_as_follower(self, records: bytes) -> AppendResult:
+        """Append a leader's batches as they are (offsets, epochs, timestamps), after checking
+        each one's CRC and that they continue this log's end offset."""
+        view = memoryview(records)
+        size = len(view)
+        headers: list[tuple[int, BatchHeader]] = []
+        expected = self.log_end_offset
+        pos = 0
+        while pos < size:
+            try:
+                header = check_batch(view, pos, size)
+            except CorruptBatch as exc:
+                raise KafkaError(Errors.CORRUPT_MESSAGE, str(exc)) from None
+            if header.base_offset != expected:
+                raise KafkaError(
+                    Errors.INVALID_RECORD,
+                    f"batch at offset {header.base_offset} does not follow offset {expected}",
+                )
+            if header.size > self.config.segment_bytes:
+                raise KafkaError(
+                    Errors.RECORD_LIST_TOO_LARGE,
+                    f"batch of {header.size} bytes exceeds segment.bytes",
+                )
+            headers.append((pos, header))
+            expected = header.next_offset
+            pos += header.size
+        if not headers:
+            return AppendResult(-1, -1, -1, self.log_start_offset, 0, False)
+        now = wall_clock_ms()
+        for part in self._segment_sized_runs(headers):
+            start = part[0][0]
+            end = part[-1][0] + part[-1][1].size
+            last = part[-1][1].last_offset
+            max_ts = max(h.max_timestamp for _, h in part)
+            segment = self._segments[-1]
+            if segment.should_roll(end - start, max_ts, last, now, self.config):
+                segment = self._roll(now)
+            segment.append_batches(view[start:end], [(p - start, h) for p, h in part])
+            self.log_end_offset = last + 1
+            for _, header in part:
+                epoch = header.partition_leader_epoch
+                latest = self.epoch_cache.latest_epoch()
+                if epoch >= 0 and (latest is None or epoch > latest):
+                    self.epoch_cache.assign(epoch, header.base_offset)
+                if header.producer_id >= 0:
+                    self.producer_state.update(header, header.base_offset, header.max_timestamp)
+            self.producer_state.map_end_offset = last + 1
+        first, last_header = headers[0][1], headers[-1][1]
+        return AppendResult(
+            first.base_offset,
+            last_header.last_offset,
+            -1,
+            self.log_start_offset,
+            sum(h.records_count for _, h in headers),
+            False,
+        )
+
+    def _segment_sized_runs(
+        self, headers: list[tuple[int, BatchHeader]]
+    ) -> Iterator[list[tuple[int, BatchHeader]]]:
+        """Consecutive batches grouped so that each group fits in one segment."""
+        limit = self.config.segment_bytes
+        run: list[tuple[int, BatchHeader]] = []
+        run_bytes = 0
+        for item in headers:
+            if run and run_bytes + item[1].size > limit:
+                yield run
+                run, run_bytes = [], 0
+            run.append(item)
+            run_bytes += item[1].size
+        yield run
+
+    def _roll(self, now: int) -> LogSegment:
+        """Start a new active segment at the log end (the old one must not be empty)."""
+        old = self._segments[-1]
+        old.on_become_inactive()
+        segment = LogSegment.with_config(
+            self.dir, self.log_end_offset, self.config, now, create=True
+        )
+        with self._lock:
+            self._segments.append(segment)
+            self._bases.append(segment.base_offset)
+            self._new_segment = True
+        self.producer_state.take_snapshot()
+        return segment
+
+    # ------------------------------------------------------------------ reads
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> ReadResult:
+        """Whole stored batches from the one holding ``offset``, within ``max_bytes`` (but at
+        least one batch when ``min_one_batch``), none ending after ``max_offset``."""
+        start, end = self.log_start_offset, self.log_end_offset
+        if offset < start or offset > end:
+            raise KafkaError(
+                Errors.OFFSET_OUT_OF_RANGE,
+                f"offset {offset} is outside [{start}, {end}] of {self.dir.name}",
+            )
+        if offset == end or (max_offset is not None and offset >= max_offset):
+            return ReadResult(b"", start, end)
+        located = self._locate(offset)
+        while located is not None:
+            segment, position = located
+            data, next_offset = segment.read(position, max_bytes, max_offset, min_one_batch)
+            if data:
+                cache = self._read_cache
+                if len(cache) >= _READ_CACHE_SIZE:
+                    del cache[next(iter(cache))]
+                cache[next_offset] = (segment, position + len(data))
+                return ReadResult(data, start, end)
+            if position < segment.size:
+                break
+            located = self._next_segment_start(segment)
+        return ReadResult(b"", start, end)
+
+    def _locate(self, offset: int) -> tuple[LogSegment, int] | None:
+        """The segment and position of the batch holding ``offset``."""
+        cached = self._read_cache.get(offset)
+        if cached is not None:
+            return cached
+        segments = self._segments
+        for i in range(max(0, bisect_right(self._bases, offset) - 1), len(segments)):
+            position = segments[i].find_position(offset)
+            if position is not None:
+                return segments[i], position
+        return None
+
+    def _next_segment_start(self, segment: LogSegment) -> tuple[LogSegment, int] | None:
+        i = bisect_right(self._bases, segment.base_offset)
+        return (self._segments[i], 0) if i < len(self._segments) else None
+
+    def _headers_from(self, offset: int) -> Iterator[BatchHeader]:
+        """Headers of the batches from the one holding ``offset`` to the log end."""
+        located = self._locate(offset)
+        if located is None:
+            return
+        segment, position = located
+        i = self._segments.index(segment)
+        for seg in self._segments[i:]:
+            for _, header in seg.iter_headers(position):
+                yield header
+            position = 0
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int, int] | None:
+        """(offset, timestamp, leader epoch) of the first record with timestamp >= target."""
+        for segment in list(self._segments):
+            if segment.max_timestamp >= timestamp_ms:
+                found = segment.find_offset_by_timestamp(timestamp_ms, self.log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int, int] | None:
+        """(offset, timestamp, leader epoch) of the first record with the largest timestamp."""
+        best: LogSegment | None = None
+        for segment in self._segments:
+            if segment.max_timestamp > (NO_TIMESTAMP if best is None else best.max_timestamp):
+                best = segment
+        return best.max_timestamp_record() if best is not None else None
+
+    def latest_epoch(self) -> int | None:
+        return self.epoch_cache.latest_epoch()
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        return self.epoch_cache.end_offset_for(epoch, self.log_end_offset)
+
+    # ------------------------------------------------------------------ truncation
+    def truncate_to(self, offset: int) -> None:
+        """Remove everything at ``offset`` and after (a follower diverged from its leader).
+
+        Whole batches go: an ``offset`` inside a batch leaves the log ending before it.
+        """
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        if offset >= self.log_end_offset:
+            return
+        if offset < self.log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return
+        with self._lock:
+            keep = max(1, bisect_right(self._bases, offset))
+            doomed = self._segments[keep:]
+            del self._segments[keep:]
+            del self._bases[keep:]
+            self._truncations += 1
+            self._read_cache.clear()
+        for segment in doomed:
+            segment.delete()
+        active = self._segments[-1]
+        active.truncate_to(offset, wall_clock_ms())
+        self.log_end_offset = active.next_offset
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self.epoch_cache.truncate_from_end(self.log_end_offset)
+        self._rebuild_producer_state()
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every segment and restart the log empty at ``offset``."""
+        with self._lock:
+            doomed = list(self._segments)
+            self._truncations += 1
+            self._read_cache.clear()
+            for old in doomed:
+                old.delete()
+            segment = LogSegment.with_config(
+                self.dir, offset, self.config, wall_clock_ms(), create=True
+            )
+            self._segments[:] = [segment]
+            self._bases[:] = [offset]
+            self._new_segment = True
+        self.log_start_offset = self.log_end_offset = self.recovery_point = offset
+        self.epoch_cache.clear()
+        self.producer_state.truncate_fully(offset)
+
+    def maybe_increment_log_start_offset(self, offset: int) -> None:
+        """Move the log start forward (DeleteRecords); segments below it go at the next
+        retention run."""
+        if offset > self.log_end_offset:
+            raise KafkaError(
+                Errors.OFFSET_OUT_OF_RANGE,
+                f"log start {offset} would pass the log end {self.log_end_offset}",
+            )
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            self.epoch_cache.truncate_from_start(offset)
+
+    def _rebuild_producer_state(self) -> None:
+        """Latest snapshot at or below the log end, then the batches after it."""
+        state = self.producer_state
+        start = state.load(self.log_start_offset, self.log_end_offset)
+        if start < self.log_end_offset:
+            state.replay(self._headers_from(start))
+        state.map_end_offset = self.log_end_offset
+
+    # ------------------------------------------------------------------ retention
+    def delete_old_segments(self, now_ms: int, high_watermark: int | None = None) -> int:
+        """Delete the oldest segments that retention allows, never any data at or above
+        ``high_watermark``; returns how many segments went."""
+        limit = self.log_end_offset if high_watermark is None else high_watermark
+        deleted = self._delete_segments(
+            lambda _seg, nxt: nxt is not None and nxt.base_offset <= self.log_start_offset,
+            limit,
+            now_ms,
+        )
+        config = self.config
+        if not config.delete_enabled:
+            return deleted
+        if config.retention_ms >= 0:
+            deleted += self._delete_segments(
+                lambda seg, _nxt: now_ms - seg.largest_timestamp > config.retention_ms,
+                limit,
+                now_ms,
+            )
+        if config.retention_bytes >= 0:
+            excess = self.size_in_bytes() - config.retention_bytes
+
+            def over_size(seg: LogSegment, _nxt: LogSegment | None) -> bool:
+                nonlocal excess
+                if excess - seg.size >= 0:
+                    excess -= seg.size
+                    return True
+                return False
+
+            if excess >= 0:
+                deleted += self._delete_segments(over_size, limit, now_ms)
+        return deleted
+
+    def _delete_segments(
+        self,
+        predicate: Callable[[LogSegment, LogSegment | None], bool],
+        high_watermark: int,
+        now: int,
+    ) -> int:
+        segments = self._segments
+        doomed: list[LogSegment] = []
+        for i, segment in enumerate(segments):
+            nxt = segments[i + 1] if i + 1 < len(segments) else None
+            upper = nxt.base_offset if nxt is not None else self.log_end_offset
+            if not (high_watermark >= upper and predicate(segment, nxt)):
+                break
+            if nxt is None and segment.size == 0:
+                break
+            doomed.append(segment)
+        if not doomed:
+            return 0
+        if len(doomed) == len(segments):
+            self._roll(now)
+        with self._lock:
+            del self._segments[: len(doomed)]
+            del self._bases[: len(doomed)]
+            self._read_cache.clear()
+        for segment in doomed:
+            segment.delete()
+        first_base = self._segments[0].base_offset
+        if first_base > self.log_start_offset:
+            self.log_start_offset = first_base
+            self.epoch_cache.truncate_from_start(first_base)
+        self.producer_state.delete_snapshots_before(first_base)
+        return len(doomed)
+
+    # ------------------------------------------------------------------ flushing, files
+    def needs_flush(self, now_ms: int) -> bool:
+        unflushed = self.unflushed_messages()
+        if unflushed <= 0:
+            return False
+        return (
+            unflushed >= self.config.flush_messages
+            or now_ms - self._last_flush_ms >= self.config.flush_ms
+        )
+
+    def unflushed_messages(self) -> int:
+        return self.log_end_offset - self.recovery_point
+
+    def flush(self, up_to: int | None = None) -> None:
+        """fsync the segments holding offsets below ``up_to`` (default: the log end) and move
+        the recovery point there. Safe to call from a worker thread."""
+        with self._lock:
+            target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
+            segments = [
+                s
+                for s in self._segments
+                if s.base_offset < target and s.next_offset > self.recovery_point
+            ]
+            generation = self._truncations
+            new_segment, self._new_segment = self._new_segment, False
+        for segment in segments:
+            segment.flush()
+        self.producer_state.sync_snapshots()
+        if new_segment:
+            fsync_dir(self.dir)
+        with self._lock:
+            if generation == self._truncations and target > self.recovery_point:
+                self.recovery_point = target
+            self._last_flush_ms = wall_clock_ms()
+
+    def size_in_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    def segments(self) -> list[LogSegment]:
+        """A copy of the segment list, oldest first."""
+        with self._lock:
+            return list(self._segments)
+
+    def close(self) -> None:
+        """Flush, snapshot the producer state at the log end, and close every file."""
+        self.flush()
+        self.producer_state.take_snapshot(sync=True)
+        self.close_files()
+
+    def close_files(self) -> None:
+        """Close every file without flushing (the log is being deleted or moved)."""
+        with self._lock:
+            for segment in self._segments:
+                segment.close()
+
+    def delete(self) -> None:
+        """Close and remove the whole directory."""
+        self.close_files()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionLog({self.dir.name}, start={self.log_start_offset}, "
+            f"end={self.log_end_offset}, segments={len(self._segments)})"
+        )

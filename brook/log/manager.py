@@ -1,0 +1,217 @@
+"""A node's log directories (Kafka's ``LogManager``): loading every partition log at startup
+(recovering them after an unclean shutdown), creating and deleting logs, the per-directory
+checkpoints, the clean-shutdown marker, ``meta.properties``, retention and flush scheduling.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .checkpoints import (
+    CheckpointError,
+    OffsetCheckpointFile,
+    fsync_dir,
+    read_properties,
+    write_atomically,
+    write_properties,
+)
+from .config import LogConfig
+from .log import PartitionLog, parse_topic_partition, wall_clock_ms
+
+log = logging.getLogger(__name__)
+
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_CHECKPOINT = "log-start-offset-checkpoint"
+HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
+CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
+META_PROPERTIES = "meta.properties"
+DELETE_DIR_SUFFIX = "-delete"
+# Kafka's producer.id.expiration.ms default: idempotence state of silent producers is dropped.
+PRODUCER_ID_EXPIRATION_MS = 86_400_000
+
+TopicPartition = tuple[str, int]
+
+
+class LogManager:
+    def __init__(
+        self,
+        log_dirs: list[str],
+        topic_defaults: Mapping[str, Any],
+        *,
+        now_ms: Callable[[], int] = wall_clock_ms,
+        producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS,
+    ) -> None:
+        if not log_dirs:
+            raise ValueError("at least one log directory is needed")
+        self.log_dirs = [Path(d) for d in log_dirs]
+        self.default_config = LogConfig.from_topic_config(topic_defaults)
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self._now = now_ms
+        self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._pending_deletes: list[tuple[Path, int]] = []  # renamed dir, when to remove it
+
+    # ------------------------------------------------------------------ lifecycle
+    def startup(self) -> None:
+        """Load every partition directory, recovering logs unless the last shutdown was clean."""
+        for directory in self.log_dirs:
+            directory.mkdir(parents=True, exist_ok=True)
+            marker = directory / CLEAN_SHUTDOWN_MARKER
+            clean = marker.exists()
+            recovery_points = self._read_offsets(directory / RECOVERY_POINT_CHECKPOINT)
+            log_starts = self._read_offsets(directory / LOG_START_CHECKPOINT)
+            for name in sorted(os.listdir(directory)):
+                path = directory / name
+                if not path.is_dir():
+                    continue
+                if name.endswith(DELETE_DIR_SUFFIX):
+                    shutil.rmtree(path, ignore_errors=True)
+                    continue
+                try:
+                    tp = parse_topic_partition(name)
+                except ValueError:
+                    continue
+                if tp in self._logs:
+                    raise RuntimeError(f"{tp[0]}-{tp[1]} found in two log directories")
+                self._logs[tp] = PartitionLog.open(
+                    path,
+                    self.default_config,
+                    recovery_point=recovery_points.get(tp, 0),
+                    log_start_offset=log_starts.get(tp, 0),
+                    had_clean_shutdown=clean,
+                    now_ms=self._now(),
+                )
+            marker.unlink(missing_ok=True)
+        log.info("loaded %d logs from %s", len(self._logs), ", ".join(map(str, self.log_dirs)))
+
+    def shutdown(self) -> None:
+        """Close every log, write the checkpoints, then mark each directory cleanly shut down."""
+        for plog in self._logs.values():
+            plog.close()
+        self.write_recovery_checkpoints()
+        for directory in self.log_dirs:
+            write_atomically(directory / CLEAN_SHUTDOWN_MARKER, b"")
+
+    # ------------------------------------------------------------------ logs
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def get_or_create_log(
+        self,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        topic_id: uuid.UUID | None = None,
+    ) -> PartitionLog:
+        """The log of a partition, created in the emptiest directory when new; an existing
+        log takes ``config`` and is checked against ``topic_id``."""
+        existing = self._logs.get((topic, partition))
+        if existing is not None:
+            if existing.config != config:
+                existing.update_config(config)
+            existing.assign_topic_id(topic_id)
+            return existing
+        parent = min(self.log_dirs, key=self._count_logs_in)
+        parent.mkdir(parents=True, exist_ok=True)
+        plog = PartitionLog.open(
+            parent / f"{topic}-{partition}", config, topic_id=topic_id, now_ms=self._now()
+        )
+        fsync_dir(parent)
+        self._logs[(topic, partition)] = plog
+        return plog
+
+    def _count_logs_in(self, directory: Path) -> int:
+        return sum(1 for plog in self._logs.values() if plog.dir.parent == directory)
+
+    def delete_log(self, topic: str, partition: int) -> None:
+        """Rename the directory to ``<name>.<uuid>-delete``; ``remove_deleted_logs`` removes it
+        after file.delete.delay.ms (and startup removes any left)."""
+        plog = self._logs.pop((topic, partition), None)
+        if plog is None:
+            return
+        plog.close_files()
+        doomed = plog.dir.with_name(f"{plog.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+        os.replace(plog.dir, doomed)
+        fsync_dir(doomed.parent)
+        self._pending_deletes.append((doomed, self._now() + plog.config.file_delete_delay_ms))
+
+    def remove_deleted_logs(self, now_ms: int) -> int:
+        """Remove the renamed directories whose delay has passed; returns how many."""
+        due = [entry for entry in self._pending_deletes if entry[1] <= now_ms]
+        self._pending_deletes = [entry for entry in self._pending_deletes if entry[1] > now_ms]
+        for path, _ in due:
+            shutil.rmtree(path, ignore_errors=True)
+        return len(due)
+
+    def logs(self) -> Iterable[PartitionLog]:
+        return list(self._logs.values())
+
+    # ------------------------------------------------------------------ checkpoints
+    def _logs_in(self, directory: Path) -> dict[TopicPartition, PartitionLog]:
+        return {tp: plog for tp, plog in self._logs.items() if plog.dir.parent == directory}
+
+    @staticmethod
+    def _read_offsets(path: Path) -> dict[TopicPartition, int]:
+        try:
+            return OffsetCheckpointFile(path).read()
+        except CheckpointError as exc:
+            log.warning("ignoring unreadable checkpoint: %s", exc)
+            return {}
+
+    def write_recovery_checkpoints(self) -> None:
+        """Recovery points and log start offsets of every log, per directory."""
+        for directory in self.log_dirs:
+            logs = self._logs_in(directory)
+            OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT).write(
+                {tp: plog.recovery_point for tp, plog in logs.items()}
+            )
+            OffsetCheckpointFile(directory / LOG_START_CHECKPOINT).write(
+                {tp: plog.log_start_offset for tp, plog in logs.items()}
+            )
+
+    def write_high_watermarks(self, hws: Mapping[TopicPartition, int]) -> None:
+        """The broker's high watermarks, each in the directory holding its log."""
+        for directory in self.log_dirs:
+            logs = self._logs_in(directory)
+            OffsetCheckpointFile(directory / HIGH_WATERMARK_CHECKPOINT).write(
+                {tp: hw for tp, hw in hws.items() if tp in logs}
+            )
+
+    def read_high_watermarks(self) -> dict[TopicPartition, int]:
+        hws: dict[TopicPartition, int] = {}
+        for directory in self.log_dirs:
+            hws.update(self._read_offsets(directory / HIGH_WATERMARK_CHECKPOINT))
+        return hws
+
+    def read_meta_properties(self) -> dict[str, str]:
+        """``meta.properties`` of the first directory that has one (empty if none has)."""
+        for directory in self.log_dirs:
+            props = read_properties(directory / META_PROPERTIES)
+            if props:
+                return props
+        return {}
+
+    def write_meta_properties(self, props: Mapping[str, str]) -> None:
+        for directory in self.log_dirs:
+            directory.mkdir(parents=True, exist_ok=True)
+            write_properties(directory / META_PROPERTIES, props)
+
+    # ------------------------------------------------------------------ maintenance
+    def run_retention(self, now_ms: int, high_watermarks: Mapping[TopicPartition, int]) -> int:
+        """Apply every log's retention (bounded by its high watermark), expire idle producer
+        ids and remove deleted directories whose delay passed; returns segments deleted."""
+        deleted = 0
+        for tp, plog in list(self._logs.items()):
+            deleted += plog.delete_old_segments(now_ms, high_watermarks.get(tp))
+            plog.producer_state.remove_expired(now_ms, self.producer_id_expiration_ms)
+        self.remove_deleted_logs(now_ms)
+        return deleted
+
+    def flush_due(self, now_ms: int) -> list[PartitionLog]:
+        """Logs whose flush.messages / flush.ms policy asks for an fsync now."""
+        return [plog for plog in self._logs.values() if plog.needs_flush(now_ms)]

@@ -1,0 +1,510 @@
+"""One log segment (Kafka's ``LogSegment``): the ``<base offset>.log`` file of whole v2 batches
+with its sparse offset and time indexes. Appends, reads by position, offset and timestamp
+lookups, truncation, roll decisions and recovery (CRC and offset checks of every batch).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from brook.protocol.batch import (
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC,
+    BatchHeader,
+    CorruptBatch,
+    check_batch,
+    read_header,
+)
+from brook.protocol.records import batch_records
+
+from .config import LogConfig
+from .offset_index import CorruptIndexError, OffsetIndex
+from .time_index import NO_TIMESTAMP, TimeIndex
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+MAX_RELATIVE_OFFSET = 2**31 - 1
+
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+_LAST_OFFSET_DELTA_AT = 23
+_WALK_HEADER_BYTES = _LAST_OFFSET_DELTA_AT + 4
+_DIRECT_READ_BYTES = 32 * 1024
+_HEADER_SCAN_CHUNK = 16 * 1024
+_RECOVERY_CHUNK = 4 * 1024 * 1024
+
+
+class CorruptSegmentError(ValueError):
+    """A segment whose batches do not chain to its end; it needs recovery."""
+
+
+def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
+    return directory / f"{base_offset:020d}{suffix}"
+
+
+def delete_segment_files(directory: Path, base_offset: int) -> None:
+    """Rename a segment's files to ``.deleted`` (so a crash midway leaves no live half of it)
+    and remove them."""
+    for suffix in SEGMENT_SUFFIXES:
+        path = segment_path(directory, base_offset, suffix)
+        doomed = path.with_name(path.name + DELETED_SUFFIX)
+        try:
+            os.replace(path, doomed)
+        except FileNotFoundError:
+            continue
+        doomed.unlink(missing_ok=True)
+
+
+def _write_all(fd: int, parts: Sequence[bytes | bytearray | memoryview], size: int) -> None:
+    """os.writev until all ``size`` bytes are out (short writes only happen on errors such as
+    a full disk, which then raise on the next call)."""
+    written = os.writev(fd, parts)
+    if written == size:
+        return
+    rest = memoryview(b"".join(parts))[written:]
+    while rest:
+        rest = rest[os.write(fd, rest) :]
+
+
+class LogSegment:
+    """Offsets in ``[base_offset, next_offset)``; ``size`` bytes of whole batches."""
+
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        *,
+        index_interval_bytes: int,
+        max_index_size: int,
+        roll_jitter_ms: int = 0,
+        created_ms: int | None = None,
+        create: bool = False,
+    ) -> None:
+        self.dir = directory
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.roll_jitter_ms = roll_jitter_ms
+        self.created_ms = int(time.time() * 1000) if created_ms is None else created_ms
+        self.log_path = segment_path(directory, base_offset, LOG_SUFFIX)
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND
+        if create:
+            flags |= os.O_TRUNC
+            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                segment_path(directory, base_offset, suffix).unlink(missing_ok=True)
+        self._fd = os.open(self.log_path, flags, 0o644)
+        self.closed = False
+        self.size = os.fstat(self._fd).st_size
+        self.offset_index = OffsetIndex(
+            segment_path(directory, base_offset, INDEX_SUFFIX), base_offset, max_index_size
+        )
+        self.time_index = TimeIndex(
+            segment_path(directory, base_offset, TIME_INDEX_SUFFIX), base_offset, max_index_size
+        )
+        self.next_offset = base_offset
+        self.max_timestamp = NO_TIMESTAMP
+        self.offset_of_max_timestamp = base_offset
+        # The first batch's max timestamp: segment.ms counts from it (creation time if empty).
+        self.rolling_timestamp: int | None = None
+        self._bytes_since_index = 0
+        # Both indexes are checked only when they grow: a full one makes the next append roll.
+        self._check_indexes_full()
+
+    @classmethod
+    def with_config(
+        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int, *, create: bool
+    ) -> LogSegment:
+        """Open (or with ``create``, start afresh) the segment at ``base_offset``."""
+        return cls(
+            directory,
+            base_offset,
+            index_interval_bytes=config.index_interval_bytes,
+            max_index_size=config.segment_index_bytes,
+            roll_jitter_ms=config.random_segment_jitter(),
+            created_ms=now_ms,
+            create=create,
+        )
+
+    # ------------------------------------------------------------------ loading
+    def load(self) -> None:
+        """Check the indexes and find the end of a segment written before a clean shutdown.
+
+        Raises CorruptIndexError or CorruptSegmentError when the segment needs ``recover``.
+        """
+        if self.size and not (self.offset_index.existed and self.time_index.existed):
+            raise CorruptIndexError(f"{self.log_path}: an index file is missing")
+        self.offset_index.sanity_check(self.size)
+        self._load_tail()
+        self.time_index.sanity_check(self.next_offset)
+
+    def _load_tail(self) -> None:
+        """Walk the batches after the last index entry: next offset, max timestamp."""
+        index = self.offset_index
+        start, last_indexed = 0, None
+        if len(index):
+            last_indexed, start = index.entry(len(index) - 1)
+        self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry()
+        self.next_offset = self.base_offset
+        end = start
+        for pos, header in self.iter_headers(start):
+            if pos == start and last_indexed is not None and header.last_offset != last_indexed:
+                raise CorruptIndexError(f"{index.path}: last entry does not match its batch")
+            self._note_timestamp(header.max_timestamp, header.last_offset)
+            self.next_offset = header.next_offset
+            end = pos + header.size
+        if end != self.size or (last_indexed is not None and end == start):
+            raise CorruptSegmentError(f"{self.log_path}: batches end at {end} of {self.size}")
+        self._bytes_since_index = self.size - start
+        self._check_indexes_full()
+        self.rolling_timestamp = None
+        if self.size:
+            self.rolling_timestamp = read_header(os.pread(self._fd, HEADER_SIZE, 0)).max_timestamp
+
+    def _note_timestamp(self, max_timestamp: int, last_offset: int) -> None:
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = last_offset
+
+    def recover(self, on_batch: Callable[[BatchHeader], None] | None = None) -> int:
+        """Validate every batch (framing, magic, CRC, contiguous offsets from the base offset),
+        cut the file at the first invalid or torn one and rebuild both indexes.
+
+        Returns the number of bytes cut off.
+        """
+        index_entries: list[tuple[int, int]] = []
+        time_entries: list[tuple[int, int]] = []
+        self.max_timestamp, self.offset_of_max_timestamp = NO_TIMESTAMP, self.base_offset
+        self.rolling_timestamp = None
+        expected = self.base_offset
+        since_index = 0
+        valid_end = 0
+        for pos, header in self._valid_batches():
+            if header.base_offset != expected or (
+                header.last_offset - self.base_offset > MAX_RELATIVE_OFFSET
+            ):
+                break
+            if on_batch is not None:
+                on_batch(header)
+            if self.rolling_timestamp is None:
+                self.rolling_timestamp = header.max_timestamp
+            self._note_timestamp(header.max_timestamp, header.last_offset)
+            if since_index > self.index_interval_bytes:
+                index_entries.append((header.last_offset, pos))
+                if not time_entries or self.max_timestamp > time_entries[-1][0]:
+                    time_entries.append((self.max_timestamp, self.offset_of_max_timestamp))
+                since_index = 0
+            since_index += header.size
+            expected = header.next_offset
+            valid_end = pos + header.size
+        if self.max_timestamp > NO_TIMESTAMP and (
+            not time_entries or self.max_timestamp > time_entries[-1][0]
+        ):
+            # As a cleanly closed segment does, end the time index with the largest timestamp.
+            time_entries.append((self.max_timestamp, self.offset_of_max_timestamp))
+        self.offset_index.reset(index_entries)
+        self.time_index.reset(time_entries)
+        self._bytes_since_index = since_index
+        self._check_indexes_full()
+        self.next_offset = expected
+        removed = self.size - valid_end
+        if removed:
+            os.ftruncate(self._fd, valid_end)
+            self.size = valid_end
+        return removed
+
+    def _valid_batches(self) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each batch passing ``check_batch``, read in large chunks;
+        stops before the first torn or invalid one."""
+        file_size = self.size
+        pos = 0
+        need = _RECOVERY_CHUNK
+        while file_size - pos >= HEADER_SIZE:
+            buf = os.pread(self._fd, min(need, file_size - pos), pos)
+            off = 0
+            while len(buf) - off >= HEADER_SIZE:
+                size = _INT32.unpack_from(buf, off + 8)[0] + LOG_OVERHEAD
+                if size < HEADER_SIZE or off + size > len(buf):
+                    break
+                try:
+                    header = check_batch(buf, off, off + size)
+                except CorruptBatch:
+                    return
+                yield pos + off, header
+                off += size
+            if off == 0:
+                size = _INT32.unpack_from(buf, 8)[0] + LOG_OVERHEAD
+                if size < HEADER_SIZE or pos + size > file_size or need >= size:
+                    return
+                need = size
+                continue
+            pos += off
+            need = _RECOVERY_CHUNK
+
+    # ------------------------------------------------------------------ appends
+    def should_roll(
+        self, size: int, max_timestamp: int, last_offset: int, now_ms: int, config: LogConfig
+    ) -> bool:
+        """Kafka's roll rule for a coming append; an empty segment is never rolled."""
+        if self.size == 0:
+            return False
+        if self.size > config.segment_bytes - size or self.indexes_full:
+            return True
+        rolling = self.rolling_timestamp
+        if rolling is not None and rolling >= 0:
+            waited = max_timestamp - rolling
+        else:
+            waited = now_ms - self.created_ms
+        return (
+            waited > config.segment_ms - self.roll_jitter_ms
+            or last_offset - self.base_offset > MAX_RELATIVE_OFFSET
+        )
+
+    def reconfigure(self, config: LogConfig) -> None:
+        """Apply a changed index.interval.bytes and segment.index.bytes."""
+        self.index_interval_bytes = config.index_interval_bytes
+        self.offset_index.resize(config.segment_index_bytes)
+        self.time_index.resize(config.segment_index_bytes)
+        self._check_indexes_full()
+
+    def _check_indexes_full(self) -> None:
+        self.indexes_full = self.offset_index.is_full or self.time_index.is_full
+
+    def append(
+        self,
+        parts: Sequence[bytes | bytearray | memoryview],
+        size: int,
+        last_offset: int,
+        max_timestamp: int,
+    ) -> None:
+        """Write one batch given as consecutive byte chunks."""
+        _write_all(self._fd, parts, size)
+        self._account(self.size, size, last_offset, max_timestamp)
+
+    def append_batches(self, data: memoryview, headers: Sequence[tuple[int, BatchHeader]]) -> None:
+        """Write consecutive whole batches; ``headers`` gives each one's position in ``data``."""
+        position = self.size
+        _write_all(self._fd, [data], len(data))
+        for pos, header in headers:
+            self._account(position + pos, header.size, header.last_offset, header.max_timestamp)
+
+    def _account(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
+        if self.rolling_timestamp is None:
+            self.rolling_timestamp = max_timestamp
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = last_offset
+        if self._bytes_since_index > self.index_interval_bytes and not self.indexes_full:
+            self.offset_index.append(last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self._bytes_since_index = 0
+            self._check_indexes_full()
+        self._bytes_since_index += size
+        self.size = position + size
+        self.next_offset = last_offset + 1
+
+    def on_become_inactive(self) -> None:
+        """At roll: the time index ends with the segment's largest timestamp."""
+        self.time_index.maybe_append(
+            self.max_timestamp, self.offset_of_max_timestamp, skip_full_check=True
+        )
+
+    # ------------------------------------------------------------------ reads
+    def _header_views(
+        self, start: int, stop: int, need: int, buf: bytes | memoryview = b""
+    ) -> Iterator[tuple[bytes | memoryview, int, int, int]]:
+        """(buffer, offset in it, file position, batch size) of each batch whose first
+        ``need`` header bytes lie before ``stop``, reading ahead in chunks (``buf`` may hold
+        the bytes at ``start`` already)."""
+        buf_start = pos = start
+        while stop - pos >= need:
+            off = pos - buf_start
+            if len(buf) - off < need:
+                buf_start, off = pos, 0
+                buf = os.pread(self._fd, min(max(_HEADER_SCAN_CHUNK, need), stop - pos), pos)
+                if len(buf) < need:
+                    return
+            size = _INT32.unpack_from(buf, off + 8)[0] + LOG_OVERHEAD
+            if size < HEADER_SIZE:
+                return
+            yield buf, off, pos, size
+            pos += size
+
+    def iter_headers(self, start: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of each whole batch from ``start``; stops at a torn or garbled
+        one. No CRC check: for walking a log already validated."""
+        end = self.size
+        for buf, off, pos, size in self._header_views(start, end, HEADER_SIZE):
+            header = read_header(buf, off)
+            if header.magic != MAGIC or pos + size > end:
+                return
+            yield pos, header
+
+    def find_batch(self, offset: int) -> tuple[int, BatchHeader] | None:
+        """The first batch whose last offset is >= ``offset`` (None when the segment ends
+        before it), searched from the index entry below ``offset``."""
+        _, pos = self.offset_index.lookup(offset)
+        for found in self.iter_headers(pos):
+            if found[1].last_offset >= offset:
+                return found
+        return None
+
+    def find_position(self, offset: int) -> int | None:
+        """``find_batch`` without parsing whole headers: the position alone."""
+        _, start = self.offset_index.lookup(offset)
+        for buf, off, pos, _ in self._header_views(start, self.size, _WALK_HEADER_BYTES):
+            base = _INT64.unpack_from(buf, off)[0]
+            if base + _INT32.unpack_from(buf, off + _LAST_OFFSET_DELTA_AT)[0] >= offset:
+                return pos
+        return None
+
+    def read(
+        self, position: int, max_bytes: int, max_offset: int | None, min_one_batch: bool
+    ) -> tuple[bytes, int]:
+        """Whole batches from ``position`` (a batch boundary), at most ``max_bytes`` unless
+        the first batch alone is larger and ``min_one_batch``, none ending after
+        ``max_offset``. Returns the bytes and the offset after them."""
+        available = self.size - position
+        if available <= 0:
+            return b"", -1
+        if max_offset is not None and max_offset >= self.next_offset:
+            max_offset = None
+        if max_bytes >= available and max_offset is None:
+            return os.pread(self._fd, available, position), self.next_offset
+        limit = max(0, min(max_bytes, available))
+        # The last index entry within the limits is a batch boundary with only whole batches
+        # before it: walking headers from there finds the end of the data to return.
+        jump = max(position, self.offset_index.last_position_within(position + limit, max_offset))
+        if limit <= _DIRECT_READ_BYTES:
+            # Small reads: read the span once and cut it after the last whole batch.
+            data = os.pread(self._fd, limit, position) if limit else b""
+            ahead = memoryview(data)[jump - position :]
+            end, next_offset = self._walk(jump, position + limit, max_offset, ahead)
+            data = data if end - position == len(data) else data[: end - position]
+        else:
+            # Large reads: one pread of exactly the whole batches.
+            end, next_offset = self._walk(jump, position + limit, max_offset)
+            data = os.pread(self._fd, end - position, position) if end > position else b""
+        if data:
+            return data, next_offset
+        return self._read_one(position, max_offset) if min_one_batch else (b"", -1)
+
+    def _walk(
+        self, start: int, stop: int, max_offset: int | None, buf: bytes | memoryview = b""
+    ) -> tuple[int, int]:
+        """From ``start`` (with ``buf`` holding the bytes there, if read already), the end of
+        the whole batches that finish by ``stop`` and at or below ``max_offset``, and the
+        offset that follows them."""
+        end = start
+        next_offset = -1
+        for view, off, pos, size in self._header_views(start, stop, _WALK_HEADER_BYTES, buf):
+            base = _INT64.unpack_from(view, off)[0]
+            if next_offset < 0:
+                next_offset = base
+            batch_next = base + _INT32.unpack_from(view, off + _LAST_OFFSET_DELTA_AT)[0] + 1
+            if pos + size > stop or (max_offset is not None and batch_next > max_offset):
+                break
+            end, next_offset = pos + size, batch_next
+        if next_offset < 0 and start < self.size:
+            # No header before ``stop``: the batch at ``start`` follows the data.
+            next_offset = _INT64.unpack(os.pread(self._fd, 8, start))[0]
+        return end, next_offset
+
+    def _read_one(self, position: int, max_offset: int | None) -> tuple[bytes, int]:
+        header = read_header(os.pread(self._fd, HEADER_SIZE, position))
+        if max_offset is not None and header.next_offset > max_offset:
+            return b"", -1
+        return os.pread(self._fd, header.size, position), header.next_offset
+
+    def read_batch(self, position: int, header: BatchHeader) -> bytes:
+        return os.pread(self._fd, header.size, position)
+
+    def find_offset_by_timestamp(
+        self, timestamp: int, start_offset: int
+    ) -> tuple[int, int, int] | None:
+        """(offset, timestamp, leader epoch) of the first record at or after ``timestamp``
+        with an offset >= ``start_offset``."""
+        _, indexed_offset = self.time_index.lookup(timestamp)
+        _, pos = self.offset_index.lookup(max(indexed_offset, start_offset))
+        for batch_pos, header in self.iter_headers(pos):
+            if header.max_timestamp < timestamp or header.last_offset < start_offset:
+                continue
+            for record in self._records(batch_pos, header):
+                if record.timestamp >= timestamp and record.offset >= start_offset:
+                    return record.offset, record.timestamp, header.partition_leader_epoch
+        return None
+
+    def max_timestamp_record(self) -> tuple[int, int, int] | None:
+        """(offset, timestamp, leader epoch) of the first record holding the segment's largest
+        timestamp."""
+        if self.max_timestamp <= NO_TIMESTAMP:
+            return None
+        found = self.find_batch(self.offset_of_max_timestamp)
+        if found is None:
+            return None
+        pos, header = found
+        for record in self._records(pos, header):
+            if record.timestamp == header.max_timestamp:
+                return record.offset, record.timestamp, header.partition_leader_epoch
+        return header.last_offset, header.max_timestamp, header.partition_leader_epoch
+
+    def _records(self, position: int, header: BatchHeader) -> list:  # type: ignore[type-arg]
+        try:
+            return batch_records(self.read_batch(position, header), 0, header)
+        except CorruptBatch:
+            return []
+
+    @property
+    def largest_timestamp(self) -> int:
+        """The largest record timestamp, or the file's modification time without one."""
+        if self.max_timestamp > NO_TIMESTAMP:
+            return self.max_timestamp
+        return int(os.fstat(self._fd).st_mtime * 1000) if not self.closed else NO_TIMESTAMP
+
+    # ------------------------------------------------------------------ truncation, files
+    def truncate_to(self, offset: int, now_ms: int) -> int:
+        """Remove the batches holding ``offset`` and after; returns the bytes removed."""
+        found = self.find_batch(offset)
+        if found is None:
+            return 0
+        position, header = found
+        removed = self.size - position
+        os.ftruncate(self._fd, position)
+        self.size = position
+        self.offset_index.truncate_to_position(position)
+        self.time_index.truncate_to(header.base_offset)
+        self._load_tail()
+        if self.size == 0:
+            self.created_ms = now_ms
+        return removed
+
+    def flush(self) -> None:
+        """fsync the log and both indexes (tolerating a concurrent close by retention)."""
+        try:
+            if not self.closed:
+                os.fsync(self._fd)
+            self.offset_index.flush()
+            self.time_index.flush()
+        except OSError:
+            if not self.closed:
+                raise
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            os.close(self._fd)
+        self.offset_index.close()
+        self.time_index.close()
+
+    def delete(self) -> None:
+        self.close()
+        delete_segment_files(self.dir, self.base_offset)
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base={self.base_offset}, next={self.next_offset}, size={self.size})"

@@ -1,0 +1,681 @@
+"""The controller's decisions: admin requests and broker events in, metadata records out.
+
+Pure logic over the current MetadataImage: each method validates a request the way Kafka's
+controller does (same error codes and messages), and returns the records that carry it out
+together with the per-item results. Writing the records to the metadata log and applying
+them is the quorum shell's job (``service.py``), so the same decisions serve one node or many.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from brook.config.defs import ConfigError, Type
+from brook.config.server import SERVER_CONFIG
+from brook.config.topic import SERVER_DEFAULT, TOPIC_CONFIG
+from brook.protocol.errors import Errors
+
+from .image import MetadataImage
+from .records import (
+    ConfigRecord,
+    ConfigResourceType,
+    MetadataRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+)
+from .topics import INTERNAL_TOPICS, collision_key, place_replicas, topic_name_error
+
+PRODUCER_ID_BLOCK = 1000
+ZERO_UUID = uuid.UUID(int=0)
+DYNAMIC_BROKER_KEYS = frozenset(SERVER_DEFAULT.values())
+
+
+@dataclass
+class Outcome:
+    """Per-item result: an error code (0 = success) and message."""
+
+    error_code: int = Errors.NONE
+    error_message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error_code == Errors.NONE
+
+
+@dataclass
+class CreateTopicSpec:
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    assignments: dict[int, list[int]] = field(default_factory=dict)
+    configs: dict[str, str | None] = field(default_factory=dict)
+
+
+@dataclass
+class CreatedTopic(Outcome):
+    name: str = ""
+    topic_id: uuid.UUID = ZERO_UUID
+    num_partitions: int = -1
+    replication_factor: int = -1
+
+
+@dataclass
+class ConfigOp:
+    name: str
+    op: int  # 0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT
+    value: str | None
+
+
+@dataclass
+class Decision:
+    records: list[MetadataRecord]
+    results: list[Any]
+
+
+class OpType:
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+class Controller:
+    def __init__(
+        self,
+        image: MetadataImage,
+        server_config: Mapping[str, Any],
+        rng: random.Random | None = None,
+    ) -> None:
+        self.image = image
+        self.server_config = server_config
+        self.rng = rng or random.Random()
+
+    # ------------------------------------------------------------------ topics
+    def create_topics(
+        self,
+        specs: Sequence[CreateTopicSpec],
+        validate_only: bool = False,
+    ) -> Decision:
+        records: list[MetadataRecord] = []
+        results: list[CreatedTopic] = []
+        seen: set[str] = set()
+        live = [b.broker_id for b in self.image.live_brokers()]
+        for spec in specs:
+            result = CreatedTopic(name=spec.name)
+            results.append(result)
+            if spec.name in seen:
+                result.error_code = Errors.INVALID_REQUEST
+                result.error_message = f"Duplicate topic name {spec.name} in the request."
+                continue
+            seen.add(spec.name)
+            plan = self._plan_topic(spec, live, result)
+            if plan is None:
+                continue
+            topic_id = uuid.uuid4()
+            result.topic_id = topic_id
+            result.num_partitions = len(plan)
+            result.replication_factor = len(plan[0]) if plan else 0
+            if validate_only:
+                continue
+            records.append(TopicRecord(spec.name, topic_id))
+            for name, value in spec.configs.items():
+                if value is not None:
+                    records.append(ConfigRecord(ConfigResourceType.TOPIC, spec.name, name, value))
+            for p, replicas in enumerate(plan):
+                records.append(
+                    PartitionRecord(topic_id, p, tuple(replicas), tuple(replicas), replicas[0])
+                )
+        return Decision(records, results)
+
+    def _plan_topic(
+        self,
+        spec: CreateTopicSpec,
+        live: list[int],
+        result: CreatedTopic,
+    ) -> list[list[int]] | None:
+        def fail(code: int, message: str) -> None:
+            result.error_code, result.error_message = code, message
+
+        problem = topic_name_error(spec.name)
+        if problem:
+            fail(Errors.INVALID_TOPIC_EXCEPTION, problem)
+            return None
+        if spec.name in self.image.topics:
+            fail(Errors.TOPIC_ALREADY_EXISTS, f"Topic '{spec.name}' already exists.")
+            return None
+        key = collision_key(spec.name)
+        for existing in self.image.topics:
+            if collision_key(existing) == key:
+                fail(
+                    Errors.INVALID_TOPIC_EXCEPTION,
+                    f"Topic '{spec.name}' collides with existing topic: {existing}",
+                )
+                return None
+        if spec.assignments:
+            if spec.num_partitions != -1 or spec.replication_factor != -1:
+                fail(
+                    Errors.INVALID_REQUEST,
+                    "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                    "Both cannot be used at the same time.",
+                )
+                return None
+            plan = self._check_assignments(spec.assignments, 0, live, result)
+        else:
+            partitions = spec.num_partitions
+            if partitions == -1:
+                partitions = int(self.server_config["num.partitions"])
+            rf = spec.replication_factor
+            if rf == -1:
+                rf = int(self.server_config["default.replication.factor"])
+            if partitions <= 0:
+                fail(
+                    Errors.INVALID_PARTITIONS,
+                    "Number of partitions was set to an invalid non-positive value.",
+                )
+                return None
+            if rf <= 0:
+                fail(
+                    Errors.INVALID_REPLICATION_FACTOR,
+                    "Replication factor must be larger than 0, or -1 to use the default value.",
+                )
+                return None
+            if rf > len(live):
+                fail(
+                    Errors.INVALID_REPLICATION_FACTOR,
+                    f"Unable to replicate the partition {rf} time(s): The target replication "
+                    f"factor of {rf} cannot be reached because only {len(live)} broker(s) "
+                    "are registered.",
+                )
+                return None
+            plan = place_replicas(live, partitions, rf, rng=self.rng)
+        if plan is None:
+            return None
+        error = self.validate_topic_configs(spec.configs, len(plan[0]))
+        if error:
+            fail(Errors.INVALID_CONFIG, error)
+            return None
+        return plan
+
+    def _check_assignments(
+        self, assignments: Mapping[int, Sequence[int]], first: int, live: list[int], result: Outcome
+    ) -> list[list[int]] | None:
+        expected = list(range(first, first + len(assignments)))
+        if sorted(assignments) != expected:
+            result.error_code = Errors.INVALID_REPLICA_ASSIGNMENT
+            result.error_message = f"Partitions should be consecutive and start from {first}."
+            return None
+        plan = []
+        sizes = set()
+        for p in expected:
+            replicas = list(assignments[p])
+            sizes.add(len(replicas))
+            if not replicas or len(set(replicas)) != len(replicas):
+                result.error_code = Errors.INVALID_REPLICA_ASSIGNMENT
+                result.error_message = f"Duplicate or empty replica assignment for partition {p}."
+                return None
+            unknown = [r for r in replicas if r not in live]
+            if unknown:
+                result.error_code = Errors.INVALID_REPLICA_ASSIGNMENT
+                result.error_message = (
+                    f"The manual partition assignment includes broker(s) {unknown} which are "
+                    "not registered or are fenced."
+                )
+                return None
+            plan.append(replicas)
+        if len(sizes) > 1:
+            result.error_code = Errors.INVALID_REPLICA_ASSIGNMENT
+            result.error_message = "All partitions should have the same number of replicas."
+            return None
+        return plan
+
+    def validate_topic_configs(
+        self,
+        configs: Mapping[str, str | None],
+        replicas: int,
+    ) -> str | None:
+        for name, value in configs.items():
+            if name not in TOPIC_CONFIG:
+                return f"Unknown topic config name: {name}"
+            if value is None:
+                continue
+            try:
+                parsed = TOPIC_CONFIG.parse_one(name, value)
+            except ConfigError as exc:
+                return str(exc)
+            if name == "quorum.required.acks" and parsed != -1 and not 1 < parsed < replicas:
+                return (
+                    f"Invalid value {parsed} for configuration quorum.required.acks: must be -1 "
+                    f"or greater than 1 and less than the replication factor ({replicas})"
+                )
+        return None
+
+    def delete_topics(
+        self,
+        names: Sequence[str | None],
+        ids: Sequence[uuid.UUID | None],
+    ) -> Decision:
+        """Results align with ``names``/``ids`` (one of each pair is set)."""
+        records: list[MetadataRecord] = []
+        results: list[tuple[str | None, uuid.UUID | None, Outcome]] = []
+        enabled = bool(self.server_config["delete.topic.enable"])
+        removed: set[uuid.UUID] = set()
+        for name, topic_id in zip(names, ids, strict=True):
+            outcome = Outcome()
+            topic = None
+            if topic_id is not None and topic_id.int != 0:
+                topic = self.image.topics_by_id.get(topic_id)
+                if topic is None:
+                    outcome = Outcome(
+                        Errors.UNKNOWN_TOPIC_ID, "This server does not host this topic ID."
+                    )
+            elif name is not None:
+                topic = self.image.topics.get(name)
+                if topic is None:
+                    outcome = Outcome(
+                        Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                        "This server does not host this topic-partition.",
+                    )
+            else:
+                outcome = Outcome(Errors.INVALID_REQUEST, "Neither topic name nor id given.")
+            if topic is not None and not enabled:
+                outcome = Outcome(Errors.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+            elif topic is not None and topic.topic_id not in removed:
+                removed.add(topic.topic_id)
+                records.append(RemoveTopicRecord(topic.topic_id))
+            results.append(
+                (topic.name if topic else name, topic.topic_id if topic else topic_id, outcome)
+            )
+        return Decision(records, results)
+
+    def create_partitions(
+        self,
+        requests: Sequence[tuple[str, int, list[list[int]] | None]],
+        validate_only: bool = False,
+    ) -> Decision:
+        records: list[MetadataRecord] = []
+        results: list[Outcome] = []
+        live = [b.broker_id for b in self.image.live_brokers()]
+        for name, count, assignments in requests:
+            outcome = Outcome()
+            results.append(outcome)
+            topic = self.image.topics.get(name)
+            if topic is None:
+                outcome.error_code = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                outcome.error_message = "This server does not host this topic-partition."
+                continue
+            current = len(topic.partitions)
+            if count < current:
+                outcome.error_code = Errors.INVALID_PARTITIONS
+                outcome.error_message = (
+                    f"Topic currently has {current} partitions, which is higher than the "
+                    f"requested {count}."
+                )
+                continue
+            if count == current:
+                outcome.error_code = Errors.INVALID_PARTITIONS
+                outcome.error_message = f"Topic already has {current} partitions."
+                continue
+            rf = len(next(iter(topic.partitions.values())).replicas)
+            if assignments is not None:
+                if len(assignments) != count - current:
+                    outcome.error_code = Errors.INVALID_REPLICA_ASSIGNMENT
+                    outcome.error_message = (
+                        f"Attempted to add {count - current} additional partition(s), but only "
+                        f"{len(assignments)} assignment(s) were specified."
+                    )
+                    continue
+                plan = self._check_assignments(
+                    {current + i: a for i, a in enumerate(assignments)}, current, live, outcome
+                )
+                if plan is None:
+                    continue
+            else:
+                if rf > len(live):
+                    outcome.error_code = Errors.INVALID_REPLICATION_FACTOR
+                    outcome.error_message = (
+                        f"Unable to replicate the partition {rf} time(s): only {len(live)} "
+                        "broker(s) are registered."
+                    )
+                    continue
+                plan = place_replicas(
+                    live, count - current, rf, first_partition=current, rng=self.rng
+                )
+            if validate_only:
+                continue
+            for i, replicas in enumerate(plan):
+                records.append(
+                    PartitionRecord(
+                        topic.topic_id, current + i, tuple(replicas), tuple(replicas), replicas[0]
+                    )
+                )
+        return Decision(records, results)
+
+    # ------------------------------------------------------------------ configs
+    def alter_configs(
+        self,
+        resources: Sequence[tuple[int, str, Sequence[ConfigOp]]],
+        incremental: bool,
+        validate_only: bool = False,
+    ) -> Decision:
+        """IncrementalAlterConfigs (``incremental``) or the legacy AlterConfigs, whose entries
+        replace the resource's whole set of overrides."""
+        records: list[MetadataRecord] = []
+        results: list[Outcome] = []
+        for resource_type, resource_name, ops in resources:
+            outcome = Outcome()
+            results.append(outcome)
+            if resource_type == ConfigResourceType.TOPIC:
+                current = self.image.configs.get((resource_type, resource_name), {})
+                topic = self.image.topics.get(resource_name)
+                if topic is None:
+                    outcome.error_code = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                    outcome.error_message = "This server does not host this topic-partition."
+                    continue
+                table = TOPIC_CONFIG
+            elif resource_type == ConfigResourceType.BROKER:
+                if resource_name and not resource_name.isdigit():
+                    outcome.error_code = Errors.INVALID_REQUEST
+                    outcome.error_message = f"Invalid broker id {resource_name}"
+                    continue
+                current = self.image.configs.get((resource_type, resource_name), {})
+                table = SERVER_CONFIG
+            else:
+                outcome.error_code = Errors.INVALID_REQUEST
+                outcome.error_message = f"Unsupported resource type {resource_type}"
+                continue
+            new, error = self._apply_ops(table, dict(current), ops, incremental)
+            if error is None and resource_type == ConfigResourceType.BROKER:
+                bad = sorted(k for k in new if k not in DYNAMIC_BROKER_KEYS)
+                if bad:
+                    error = f"Cannot update these configs dynamically: {set(bad)}"
+            if error is None and resource_type == ConfigResourceType.TOPIC:
+                replicas = len(next(iter(topic.partitions.values())).replicas)
+                error = self.validate_topic_configs(new, replicas)
+            if error is not None:
+                outcome.error_code = Errors.INVALID_CONFIG
+                outcome.error_message = error
+                continue
+            if validate_only:
+                continue
+            for name in current.keys() - new.keys():
+                records.append(ConfigRecord(resource_type, resource_name, name, None))
+            for name, value in new.items():
+                if current.get(name) != value:
+                    records.append(ConfigRecord(resource_type, resource_name, name, value))
+        return Decision(records, results)
+
+    @staticmethod
+    def _apply_ops(
+        table: Any,
+        values: dict[str, str],
+        ops: Sequence[ConfigOp],
+        incremental: bool,
+    ) -> tuple[dict[str, str], str | None]:
+        if not incremental:
+            values = {}
+        for op in ops:
+            if op.name not in table:
+                return values, f"Unknown config name: {op.name}"
+            kind = table.key(op.name).type
+            if not incremental or op.op == OpType.SET:
+                if op.value is None:
+                    if incremental:
+                        return values, f"Null value not supported for : {op.name}"
+                    continue
+                values[op.name] = op.value
+            elif op.op == OpType.DELETE:
+                values.pop(op.name, None)
+            elif op.op in (OpType.APPEND, OpType.SUBTRACT):
+                if kind is not Type.LIST:
+                    return values, (
+                        f"Config value append is not allowed for config key: {op.name}"
+                        if op.op == OpType.APPEND
+                        else f"Config value subtract is not allowed for config key: {op.name}"
+                    )
+                default = table.key(op.name).default or []
+                base = values[op.name].split(",") if op.name in values else list(default)
+                items = [v for v in (op.value or "").split(",") if v]
+                if op.op == OpType.APPEND:
+                    base += [v for v in items if v not in base]
+                else:
+                    base = [v for v in base if v not in items]
+                values[op.name] = ",".join(base)
+            else:
+                return values, f"Unknown alter config operation {op.op}"
+        return values, None
+
+    # ------------------------------------------------------------------ producers
+    def allocate_producer_ids(self, broker_id: int, broker_epoch: int) -> tuple[Decision, int]:
+        start = self.image.next_producer_id
+        record = ProducerIdsRecord(broker_id, broker_epoch, start + PRODUCER_ID_BLOCK)
+        return Decision([record], []), start
+
+    # ------------------------------------------------------------------ leadership
+    def elect_leaders(
+        self, election_type: int, partitions: Sequence[tuple[str, int]] | None
+    ) -> Decision:
+        """ElectLeaders: 0 preferred, 1 unclean. ``partitions`` None means every partition."""
+        live = {b.broker_id for b in self.image.live_brokers()}
+        if partitions is None:
+            partitions = [(t.name, p) for t in self.image.topics.values() for p in t.partitions]
+        records: list[MetadataRecord] = []
+        results: list[tuple[str, int, Outcome]] = []
+        for topic, p in partitions:
+            info = self.image.partition(topic, p)
+            if info is None:
+                results.append(
+                    (
+                        topic,
+                        p,
+                        Outcome(Errors.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."),
+                    )
+                )
+                continue
+            if election_type == 0:
+                preferred = info.replicas[0]
+                if info.leader == preferred:
+                    results.append(
+                        (
+                            topic,
+                            p,
+                            Outcome(
+                                Errors.ELECTION_NOT_NEEDED,
+                                "Leader election not needed for topic partition.",
+                            ),
+                        )
+                    )
+                elif preferred not in live or preferred not in info.isr:
+                    results.append(
+                        (
+                            topic,
+                            p,
+                            Outcome(
+                                Errors.PREFERRED_LEADER_NOT_AVAILABLE,
+                                "Failed to elect leader for partition "
+                                f"{topic}-{p} under strategy "
+                                "PreferredReplicaPartitionLeaderElection",
+                            ),
+                        )
+                    )
+                else:
+                    records.append(PartitionChangeRecord(info.topic_id, p, leader=preferred))
+                    results.append((topic, p, Outcome()))
+            else:
+                if info.leader in live:
+                    results.append(
+                        (
+                            topic,
+                            p,
+                            Outcome(
+                                Errors.ELECTION_NOT_NEEDED,
+                                "Leader election not needed for topic partition.",
+                            ),
+                        )
+                    )
+                    continue
+                candidates = [r for r in info.replicas if r in live]
+                if not candidates:
+                    results.append(
+                        (
+                            topic,
+                            p,
+                            Outcome(
+                                Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE, "No live replica to elect."
+                            ),
+                        )
+                    )
+                    continue
+                records.append(
+                    PartitionChangeRecord(
+                        info.topic_id, p, leader=candidates[0], isr=(candidates[0],)
+                    )
+                )
+                results.append((topic, p, Outcome()))
+        return Decision(records, results)
+
+    def alter_partition_reassignments(
+        self, targets: Sequence[tuple[str, int, list[int] | None]]
+    ) -> Decision:
+        """Start (target replicas) or cancel (None) reassignments. Replicas being added join as
+        followers; ``complete_reassignments`` finishes a move once they are all in the ISR."""
+        live = {b.broker_id for b in self.image.live_brokers()}
+        records: list[MetadataRecord] = []
+        results: list[tuple[str, int, Outcome]] = []
+        for topic, p, target in targets:
+            info = self.image.partition(topic, p)
+            if info is None:
+                results.append(
+                    (
+                        topic,
+                        p,
+                        Outcome(Errors.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."),
+                    )
+                )
+                continue
+            if target is None:
+                if not info.adding_replicas and not info.removing_replicas:
+                    results.append(
+                        (
+                            topic,
+                            p,
+                            Outcome(
+                                Errors.NO_REASSIGNMENT_IN_PROGRESS,
+                                f"No reassignment is in progress for {topic}-{p}",
+                            ),
+                        )
+                    )
+                    continue
+                original = tuple(r for r in info.replicas if r not in info.adding_replicas)
+                isr = tuple(r for r in info.isr if r in original) or (original[0],)
+                leader = info.leader if info.leader in original else isr[0]
+                records.append(
+                    PartitionChangeRecord(
+                        info.topic_id,
+                        p,
+                        replicas=original,
+                        isr=isr,
+                        leader=leader,
+                        adding_replicas=(),
+                        removing_replicas=(),
+                    )
+                )
+                results.append((topic, p, Outcome()))
+                continue
+            if not target or len(set(target)) != len(target) or any(r not in live for r in target):
+                results.append(
+                    (
+                        topic,
+                        p,
+                        Outcome(
+                            Errors.INVALID_REPLICA_ASSIGNMENT,
+                            f"Invalid target replicas {target}: replicas "
+                            "must be distinct live brokers.",
+                        ),
+                    )
+                )
+                continue
+            adding = tuple(r for r in target if r not in info.replicas)
+            removing = tuple(r for r in info.replicas if r not in target)
+            merged = tuple(target) + removing
+            records.append(
+                PartitionChangeRecord(
+                    info.topic_id,
+                    p,
+                    replicas=merged,
+                    adding_replicas=adding,
+                    removing_replicas=removing,
+                )
+            )
+            results.append((topic, p, Outcome()))
+        records.extend(self._completions(pending=records))
+        return Decision(records, results)
+
+    def _completions(self, pending: Sequence[MetadataRecord] = ()) -> list[MetadataRecord]:
+        """Records finishing reassignments whose added replicas are all in the ISR."""
+        overlay = {
+            (r.topic_id, r.partition_id): r for r in pending if isinstance(r, PartitionChangeRecord)
+        }
+        out: list[MetadataRecord] = []
+        for topic in self.image.topics.values():
+            for p, info in topic.partitions.items():
+                change = overlay.get((topic.topic_id, p))
+                adding = (
+                    info.adding_replicas
+                    if change is None or change.adding_replicas is None
+                    else change.adding_replicas
+                )
+                removing = (
+                    info.removing_replicas
+                    if change is None or change.removing_replicas is None
+                    else change.removing_replicas
+                )
+                replicas = (
+                    info.replicas if change is None or change.replicas is None else change.replicas
+                )
+                if not adding and not removing:
+                    continue
+                if any(r not in info.isr for r in adding):
+                    continue
+                final = tuple(r for r in replicas if r not in removing)
+                isr = tuple(r for r in info.isr if r in final) or (final[0],)
+                leader = info.leader if info.leader in final else isr[0]
+                out.append(
+                    PartitionChangeRecord(
+                        topic.topic_id,
+                        p,
+                        replicas=final,
+                        isr=isr,
+                        leader=leader,
+                        adding_replicas=(),
+                        removing_replicas=(),
+                    )
+                )
+        return out
+
+    def complete_reassignments(self) -> Decision:
+        return Decision(self._completions(), [])
+
+    def list_partition_reassignments(
+        self,
+        partitions: Sequence[tuple[str, int]] | None,
+    ) -> list[tuple[str, int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]:
+        out = []
+        for topic in self.image.topics.values():
+            for p, info in sorted(topic.partitions.items()):
+                if partitions is not None and (topic.name, p) not in partitions:
+                    continue
+                if info.adding_replicas or info.removing_replicas:
+                    out.append(
+                        (topic.name, p, info.replicas, info.adding_replicas, info.removing_replicas)
+                    )
+        return out
+
+    def is_internal(self, name: str) -> bool:
+        return name in INTERNAL_TOPICS

@@ -1,0 +1,1 @@
+"""Compatibility suites run real third-party clients against a real Brook broker."""

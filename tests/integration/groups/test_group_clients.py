@@ -1,0 +1,214 @@
+"""Groups of real consumers (kafka-python, confluent-kafka, aiokafka), each in its own process:
+three members split the partitions, one leaves cleanly, one is killed, the group rebalances and
+every record is consumed at least once, with commits reaching the end of the log."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from group_support import (
+    assignment,
+    commit,
+    committed,
+    describe,
+    group_assignment,
+    join,
+    leave,
+    ready,
+    sync,
+    until,
+)
+from rawclient import RawClient, create_topic, produce
+from support import BrookProcess, env_with_repo
+
+from brook.protocol.records import build_simple_batch
+
+HERE = Path(__file__).resolve().parent
+PARTITIONS = 6
+SESSION_MS = 3000
+
+
+class ConsumerProcess:
+    """One consumer process and the events it reported."""
+
+    def __init__(self, lib: str, bootstrap: str, topic: str, group: str) -> None:
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the process
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(HERE / "group_consumer.py"),
+                lib,
+                bootstrap,
+                topic,
+                group,
+                str(SESSION_MS),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            text=True,
+            env=env_with_repo(),
+        )
+        self.events: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            with self._lock:
+                self.events.append(event)
+
+    def values(self) -> set[str]:
+        with self._lock:
+            return {e["v"] for e in self.events if e["ev"] == "rec"}
+
+    def saw(self, event: str) -> bool:
+        with self._lock:
+            return any(e["ev"] == event for e in self.events)
+
+    def terminate(self) -> int:
+        self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(30)
+        self._reader.join(5)
+        return code
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(10)
+
+    def diagnostics(self) -> str:
+        self.stderr.seek(0)
+        return self.stderr.read().decode(errors="replace")[-3000:]
+
+
+def produce_round(c: RawClient, topic: str, tag: str) -> set[str]:
+    values = set()
+    for p in range(PARTITIONS):
+        batch = [f"{tag}-{p}-{i}" for i in range(10)]
+        produce(c, topic, p, build_simple_batch([v.encode() for v in batch]))
+        values.update(batch)
+    return values
+
+
+def split(c: RawClient, group: str, topic: str, members: int) -> dict[str, Any] | None:
+    """The group's assignment once it is Stable with ``members`` members sharing every
+    partition exactly once."""
+    plan = group_assignment(c, group)
+    if plan is None or len(plan) != members:
+        return None
+    owned = [tp for tps in plan.values() for tp in tps]
+    if sorted(owned) != [(topic, p) for p in range(PARTITIONS)]:
+        return None
+    if any(not tps for tps in plan.values()):
+        return None
+    return plan
+
+
+@pytest.mark.parametrize("lib", ["kafka-python", "confluent", "aiokafka"])
+def test_consumer_group_splits_rebalances_and_commits(groups_brook: BrookProcess, lib: str) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    topic, group = f"clients-{lib}-{suffix}", f"group-{lib}-{suffix}"
+    with RawClient(groups_brook.bootstrap) as c:
+        create_topic(c, topic, partitions=PARTITIONS)
+        ready(c, group)
+        produced = produce_round(c, topic, "a")
+        consumers = [ConsumerProcess(lib, groups_brook.bootstrap, topic, group) for _ in range(3)]
+
+        def consumed() -> set[str]:
+            return set().union(*(cp.values() for cp in consumers))
+
+        try:
+            until(lambda: split(c, group, topic, 3), 60, "three members sharing the partitions")
+            until(lambda: produced <= consumed(), 30, "the first records")
+
+            leaving, killed, survivor = consumers
+            assert leaving.terminate() == 0, leaving.diagnostics()
+            assert leaving.saw("closed")
+            until(lambda: split(c, group, topic, 2), 30, "a rebalance after a clean leave")
+
+            killed.kill()
+            until(lambda: split(c, group, topic, 1), 30, "a rebalance after a crash")
+
+            produced |= produce_round(c, topic, "b")
+            until(lambda: produced <= consumed(), 30, "the records after the rebalances")
+            end = {(topic, p): 20 for p in range(PARTITIONS)}
+            until(
+                lambda: {tp: off for tp, (off, _) in committed(c, group).items()} == end,
+                30,
+                "commits at the end of every partition",
+            )
+            assert survivor.terminate() == 0, survivor.diagnostics()
+            until(lambda: describe(c, group).group_state == "Empty", 20, "an empty group")
+        except AssertionError:
+            for cp in consumers:
+                print(f"--- {lib} consumer stderr ---\n{cp.diagnostics()}")
+            raise
+        finally:
+            for cp in consumers:
+                if cp.proc.poll() is None:
+                    cp.kill()
+
+
+def test_admin_clients_list_describe_and_delete_groups(groups_brook: BrookProcess) -> None:
+    from confluent_kafka import ConsumerGroupState
+    from confluent_kafka.admin import AdminClient
+    from kafka import KafkaAdminClient, TopicPartition
+
+    suffix = uuid.uuid4().hex[:6]
+    topic, empty, stable = f"admin-{suffix}", f"empty-{suffix}", f"stable-{suffix}"
+    with RawClient(groups_brook.bootstrap) as c:
+        create_topic(c, topic, partitions=2)
+        ready(c, empty)
+        ready(c, stable)
+        assert commit(c, empty, {(topic, 0): (3, "meta")}) == {(topic, 0): 0}
+        member = join(c, stable, version=3, topics=(topic,))
+        sync(c, stable, member.member_id, 1, {member.member_id: assignment({topic: [0, 1]})})
+
+        kp = KafkaAdminClient(bootstrap_servers=groups_brook.bootstrap)
+        try:
+            listed = {g["group_id"]: g for g in kp.list_groups()}
+            assert listed[stable]["group_state"] == "Stable"
+            assert listed[empty]["group_state"] == "Empty"
+            described = kp.describe_groups([stable])[stable]
+            assert described["protocol_data"] == "range"
+            [m] = described["members"]
+            assert m["member_metadata"]["topics"] == [topic]
+            assert m["member_assignment"]["assigned_partitions"] == [
+                {"topic": topic, "partitions": [0, 1]}
+            ]
+            offsets = kp.list_group_offsets({empty: None})[empty]
+            assert offsets[TopicPartition(topic, 0)].offset == 3
+            assert offsets[TopicPartition(topic, 0)].metadata == "meta"
+            assert kp.delete_groups([empty, stable, f"nope-{suffix}"]) == {
+                empty: "OK",
+                stable: "NonEmptyGroupError",
+                f"nope-{suffix}": "GroupIdNotFoundError",
+            }
+        finally:
+            kp.close()
+
+        ck = AdminClient({"bootstrap.servers": groups_brook.bootstrap})
+        states = {g.group_id: g.state for g in ck.list_consumer_groups().result().valid}
+        assert states[stable] == ConsumerGroupState.STABLE
+        group = ck.describe_consumer_groups([stable])[stable].result()
+        assert group.partition_assignor == "range"
+        assert [m.host for m in group.members] == ["/127.0.0.1"]
+        assert {tp.partition for tp in group.members[0].assignment.topic_partitions} == {0, 1}
+        assert leave(c, stable, member.member_id).error_code == 0
+        until(lambda: describe(c, stable).group_state == "Empty", 10, "an empty group")
+        ck.delete_consumer_groups([stable])[stable].result()
+        assert describe(c, stable).group_state == "Dead"

@@ -1,0 +1,76 @@
+"""The server table: Kafka's names and defaults, listeners, derived topic defaults."""
+
+from __future__ import annotations
+
+import pytest
+
+from brook.config.defs import ConfigError
+from brook.config.server import (
+    log_dirs,
+    node_id,
+    parse_listener,
+    parse_server_config,
+    topic_defaults,
+)
+
+
+def test_defaults_match_kafka() -> None:
+    cfg = parse_server_config({})
+    assert cfg["num.partitions"] == 1
+    assert cfg["log.segment.bytes"] == 1073741824
+    assert cfg["message.max.bytes"] == 1048588
+    assert cfg["socket.request.max.bytes"] == 104857600
+    assert cfg["max.incremental.fetch.session.cache.slots"] == 1000
+    assert cfg["auto.create.topics.enable"] is True
+    assert topic_defaults(cfg)["retention.ms"] == 168 * 3600 * 1000
+
+
+def test_retention_fallbacks_follow_kafka_precedence() -> None:
+    assert (
+        topic_defaults(parse_server_config({"log.retention.hours": "1"}))["retention.ms"] == 3600000
+    )
+    cfg = parse_server_config({"log.retention.hours": "1", "log.retention.minutes": "2"})
+    assert topic_defaults(cfg)["retention.ms"] == 120000
+    cfg = parse_server_config({"log.retention.minutes": "2", "log.retention.ms": "5"})
+    assert topic_defaults(cfg)["retention.ms"] == 5
+    assert topic_defaults(parse_server_config({"log.roll.hours": "2"}))["segment.ms"] == 7200000
+
+
+def test_kafka_sample_server_properties_are_accepted() -> None:
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.bootstrap.servers": "localhost:9093",
+        "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "advertised.listeners": "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "num.network.threads": "3",
+        "num.io.threads": "8",
+        "socket.send.buffer.bytes": "102400",
+        "socket.receive.buffer.bytes": "102400",
+        "socket.request.max.bytes": "104857600",
+        "log.dirs": "/tmp/kraft-combined-logs",
+        "num.partitions": "1",
+        "num.recovery.threads.per.data.dir": "1",
+        "offsets.topic.replication.factor": "1",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+        "log.retention.hours": "168",
+        "log.segment.bytes": "1073741824",
+        "log.retention.check.interval.ms": "300000",
+    }
+    cfg = parse_server_config(props)
+    assert node_id(cfg) == 1
+    assert log_dirs(cfg) == ["/tmp/kraft-combined-logs"]
+
+
+def test_bad_listener_and_unknown_key() -> None:
+    with pytest.raises(ConfigError, match=r"NAME://host:port"):
+        parse_server_config({"listeners": "localhost:9092"})
+    with pytest.raises(ConfigError, match=r"'log\.dirz'"):
+        parse_server_config({"log.dirz": "/x"})
+    assert parse_listener("PLAINTEXT://[::1]:9092") == ("PLAINTEXT", "::1", 9092)

@@ -1,0 +1,477 @@
+"""The partition log: appends as leader and follower, validation, idempotence, reads, rolls,
+timestamps, epochs, truncation, retention, flushing and reopening."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+from conftest import ConfigFactory, LogFactory
+from crc32c import crc32c
+
+from brook.log.log import PartitionLog, parse_topic_partition
+from brook.protocol.batch import CONTROL_BIT, read_header
+from brook.protocol.errors import Errors, KafkaError
+from brook.protocol.records import build_batch, build_simple_batch, encode_record, iter_records
+
+NOW = 1_700_000_000_000
+
+
+def _batch(count: int = 2, ts: int = NOW, size: int = 50, **kwargs: int) -> bytes:
+    return build_simple_batch([b"v" * size] * count, timestamp=ts, **kwargs)
+
+
+def _records(data: bytes) -> list[tuple[int, bytes | None]]:
+    return [(r.offset, r.value) for _, r in iter_records(data)]
+
+
+def _all_offsets(plog: PartitionLog, max_bytes: int = 1 << 20) -> list[int]:
+    offsets: list[int] = []
+    offset = plog.log_start_offset
+    while offset < plog.log_end_offset:
+        data = plog.read(offset, max_bytes).records
+        batch_offsets = [r.offset for _, r in iter_records(data)]
+        offsets.extend(o for o in batch_offsets if o >= offset)
+        offset = batch_offsets[-1] + 1
+    return offsets
+
+
+def _code(call: object, *args: object) -> int:
+    with pytest.raises(KafkaError) as info:
+        call(*args)  # type: ignore[operator]
+    return info.value.code
+
+
+def test_directory_names_split_at_the_last_dash() -> None:
+    assert parse_topic_partition("my-topic.v2-13") == ("my-topic.v2", 13)
+    assert parse_topic_partition("__cluster_metadata-0") == ("__cluster_metadata", 0)
+    for bad in ("topic", "topic-", "-3", "topic-x"):
+        with pytest.raises(ValueError):
+            parse_topic_partition(bad)
+
+
+def test_leader_append_assigns_offsets_and_stamps_the_epoch(open_log: LogFactory) -> None:
+    plog = open_log("orders.eu-west-2-7")
+    assert (plog.topic, plog.partition) == ("orders.eu-west-2", 7)
+    first = plog.append_as_leader(_batch(3), 5, NOW)
+    second = plog.append_as_leader(_batch(2), 5, NOW)
+    assert (first.first_offset, first.last_offset, first.records_count) == (0, 2, 3)
+    assert (second.first_offset, second.last_offset) == (3, 4)
+    assert first.log_append_time_ms == -1 and not first.duplicate
+    assert plog.log_end_offset == 5
+    data = plog.read(3, 1 << 20).records
+    header = read_header(data)
+    assert (header.base_offset, header.partition_leader_epoch) == (3, 5)
+    assert plog.epoch_cache.entries() == [(5, 0)]
+    assert plog.latest_epoch() == 5
+
+
+def test_log_append_time(open_log: LogFactory, make_config: ConfigFactory) -> None:
+    plog = open_log(config=make_config(message_timestamp_type="LogAppendTime"))
+    result = plog.append_as_leader(_batch(2, ts=5), 0, NOW)
+    assert result.log_append_time_ms == NOW
+    data = plog.read(0, 1 << 20).records
+    header = read_header(data)
+    assert header.log_append_time and header.max_timestamp == NOW
+    assert [r.timestamp for _, r in iter_records(data)] == [NOW, NOW]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "code"),
+    [
+        (lambda b: b[:-1], Errors.CORRUPT_MESSAGE),
+        (lambda b: b[:30], Errors.CORRUPT_MESSAGE),
+        (lambda b: b[:-1] + bytes([b[-1] ^ 1]), Errors.CORRUPT_MESSAGE),
+        (lambda b: b[:16] + b"\x01" + b[17:], Errors.INVALID_RECORD),
+        (lambda b: b + b, Errors.INVALID_RECORD),
+        (lambda b: b + b"\x00\x01", Errors.CORRUPT_MESSAGE),
+    ],
+)
+def test_malformed_batches_are_rejected(open_log: LogFactory, mutate: object, code: int) -> None:
+    plog = open_log()
+    bad = mutate(_batch())  # type: ignore[operator]
+    assert _code(plog.append_as_leader, bad, 0, NOW) == code
+    assert plog.log_end_offset == 0 and plog.size_in_bytes() == 0
+
+
+def _with_crc(batch: bytearray) -> bytes:
+    batch[17:21] = crc32c(bytes(batch[21:])).to_bytes(4, "big")
+    return bytes(batch)
+
+
+def test_batches_clients_may_not_send(open_log: LogFactory, make_config: ConfigFactory) -> None:
+    plog = open_log(config=make_config(max_message_bytes=300, segment_bytes=1000))
+    control = bytearray(_batch(1))
+    control[22] |= CONTROL_BIT  # low byte of the attributes
+    assert _code(plog.append_as_leader, _with_crc(control), 0, NOW) == Errors.INVALID_RECORD
+    empty = bytearray(_batch(1))
+    empty[57:61] = bytes(4)  # recordsCount 0
+    assert _code(plog.append_as_leader, _with_crc(empty), 0, NOW) == Errors.INVALID_RECORD
+    assert _code(plog.append_as_leader, _batch(size=400), 0, NOW) == Errors.MESSAGE_TOO_LARGE
+    plog.update_config(make_config(max_message_bytes=2000, segment_bytes=1000))
+    assert (
+        _code(plog.append_as_leader, _batch(1, size=1100), 0, NOW) == Errors.RECORD_LIST_TOO_LARGE
+    )
+    assert plog.log_end_offset == 0
+
+
+def test_create_time_bounds(open_log: LogFactory, make_config: ConfigFactory) -> None:
+    config = make_config(message_timestamp_before_max_ms=1000, message_timestamp_after_max_ms=100)
+    plog = open_log(config=config)
+    plog.append_as_leader(_batch(ts=NOW - 1000), 0, NOW)
+    plog.append_as_leader(_batch(ts=NOW + 100), 0, NOW)
+    assert _code(plog.append_as_leader, _batch(ts=NOW - 1001), 0, NOW) == Errors.INVALID_TIMESTAMP
+    assert _code(plog.append_as_leader, _batch(ts=NOW + 101), 0, NOW) == Errors.INVALID_TIMESTAMP
+    assert plog.log_end_offset == 4
+
+
+def test_idempotent_producer(open_log: LogFactory) -> None:
+    plog = open_log()
+    pid = 77
+
+    def produce(seq: int, count: int = 2, epoch: int = 0) -> bytes:
+        return _batch(count, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+
+    plog.append_as_leader(_batch(3), 0, NOW)
+    first = plog.append_as_leader(produce(0), 0, NOW)
+    plog.append_as_leader(produce(2), 0, NOW)
+    retry = plog.append_as_leader(produce(0), 0, NOW)
+    assert retry.duplicate
+    assert (retry.first_offset, retry.last_offset) == (first.first_offset, first.last_offset)
+    assert plog.log_end_offset == 7
+    assert _code(plog.append_as_leader, produce(9), 0, NOW) == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+    plog.append_as_leader(produce(0, epoch=1), 0, NOW)
+    assert (
+        _code(plog.append_as_leader, produce(2, epoch=0), 0, NOW) == Errors.INVALID_PRODUCER_EPOCH
+    )
+    assert plog.log_end_offset == 9
+
+
+def test_producer_state_survives_reopen_and_follows_truncation(
+    open_log: LogFactory, make_config: ConfigFactory
+) -> None:
+    config = make_config(segment_bytes=600)
+    plog = open_log(config=config)
+    pid = 5
+    for seq in range(0, 20, 2):
+        plog.append_as_leader(
+            _batch(2, producer_id=pid, producer_epoch=0, base_sequence=seq), 0, NOW
+        )
+    assert len(plog.segments()) > 2
+    plog.close()
+    reopened = open_log(config=config, had_clean_shutdown=True)
+    retry = _batch(2, producer_id=pid, producer_epoch=0, base_sequence=18)
+    assert reopened.append_as_leader(retry, 0, NOW).duplicate
+    reopened.truncate_to(10)
+    # after truncation the producer's last sequence is 9 again
+    next_batch = _batch(2, producer_id=pid, producer_epoch=0, base_sequence=10)
+    assert reopened.append_as_leader(next_batch, 0, NOW).first_offset == 10
+    reopened.close_files()
+    crashed = open_log(config=config)
+    again = _batch(2, producer_id=pid, producer_epoch=0, base_sequence=10)
+    assert crashed.append_as_leader(again, 0, NOW).duplicate
+
+
+def test_follower_append_keeps_the_leaders_offsets_and_epochs(open_log: LogFactory) -> None:
+    leader = open_log("t-0")
+    leader.append_as_leader(_batch(2), 3, NOW)
+    leader.append_as_leader(_batch(4), 3, NOW)
+    leader.append_as_leader(_batch(1), 7, NOW)
+    chunk = leader.read(0, 1 << 20).records
+    follower = open_log("t-1")
+    result = follower.append_as_follower(chunk)
+    assert (result.first_offset, result.last_offset, result.records_count) == (0, 6, 7)
+    assert follower.read(0, 1 << 20).records == chunk
+    assert follower.epoch_cache.entries() == [(3, 0), (7, 6)]
+    assert follower.end_offset_for_epoch(3) == (3, 6)
+    assert follower.append_as_follower(b"").records_count == 0
+
+
+def test_follower_append_checks_crc_and_contiguity(open_log: LogFactory) -> None:
+    leader = open_log("t-0")
+    for _ in range(3):
+        leader.append_as_leader(_batch(2), 1, NOW)
+    follower = open_log("t-1")
+    later = leader.read(2, 1 << 20).records
+    assert _code(follower.append_as_follower, later) == Errors.INVALID_RECORD
+    whole = bytearray(leader.read(0, 1 << 20).records)
+    whole[-1] ^= 0xFF
+    assert _code(follower.append_as_follower, bytes(whole)) == Errors.CORRUPT_MESSAGE
+    assert follower.log_end_offset == 0
+
+
+def test_follower_chunk_larger_than_a_segment_is_split(
+    open_log: LogFactory, make_config: ConfigFactory
+) -> None:
+    leader = open_log("t-0")
+    for _ in range(20):
+        leader.append_as_leader(_batch(2, size=100), 1, NOW)
+    follower = open_log("t-1", config=make_config(segment_bytes=1000))
+    follower.append_as_follower(leader.read(0, 1 << 20).records)
+    assert follower.log_end_offset == 40
+    assert all(s.size <= 1000 for s in follower.segments())
+    assert len(follower.segments()) > 3
+    assert _all_offsets(follower) == list(range(40))
+
+
+def test_read_range_and_limits(open_log: LogFactory) -> None:
+    plog = open_log()
+    for _ in range(4):
+        plog.append_as_leader(_batch(3), 0, NOW)
+    size = len(_batch(3))
+    assert _code(plog.read, 13, 100) == Errors.OFFSET_OUT_OF_RANGE
+    assert _code(plog.read, -1, 100) == Errors.OFFSET_OUT_OF_RANGE
+    end = plog.read(12, 100)
+    assert (end.records, end.log_start_offset, end.log_end_offset) == (b"", 0, 12)
+    # the batch holding the offset comes whole
+    assert [o for o, _ in _records(plog.read(4, 100).records)] == [3, 4, 5]
+    assert len(plog.read(0, 2 * size + 10).records) == 2 * size
+    assert plog.read(0, 10, min_one_batch=False).records == b""
+    # below the high watermark only
+    assert [o for o, _ in _records(plog.read(0, 1 << 20, max_offset=6).records)] == list(range(6))
+    assert plog.read(6, 1 << 20, max_offset=6).records == b""
+    assert plog.read(3, 1 << 20, max_offset=5).records == b""
+
+
+def test_reads_cross_segments_and_sequential_reads_continue(
+    open_log: LogFactory, make_config: ConfigFactory
+) -> None:
+    plog = open_log(config=make_config(segment_bytes=700, index_interval_bytes=100))
+    for _ in range(30):
+        plog.append_as_leader(_batch(2), 0, NOW)
+    assert len(plog.segments()) > 5
+    for max_bytes in (1, 200, 500, 5000):
+        assert _all_offsets(plog, max_bytes) == list(range(60))
+    # a read may stop at the end of its segment; the next one continues in the next segment
+    first = plog.segments()[0]
+    data = plog.read(first.next_offset - 1, 1 << 20).records
+    assert _records(data)[-1][0] == first.next_offset - 1
+    assert _records(plog.read(first.next_offset, 1 << 20).records)[0][0] == first.next_offset
+
+
+def test_rolls(open_log: LogFactory, make_config: ConfigFactory) -> None:
+    plog = open_log(
+        config=make_config(segment_ms=1000, segment_index_bytes=16, index_interval_bytes=0)
+    )
+    plog.append_as_leader(_batch(ts=NOW), 0, NOW)
+    plog.append_as_leader(_batch(ts=NOW + 1000), 0, NOW + 1000)
+    assert len(plog.segments()) == 1
+    plog.append_as_leader(_batch(ts=NOW + 1001), 0, NOW + 1001)
+    assert [s.base_offset for s in plog.segments()] == [0, 4]
+    assert (plog.dir / "00000000000000000004.snapshot").exists()
+    # one entry fills a 16-byte time index: the append after it rolls
+    for i in range(2):
+        plog.append_as_leader(_batch(ts=NOW + 1001 + i), 0, NOW + 1001)
+    assert [s.base_offset for s in plog.segments()] == [0, 4, 8]
+
+
+def test_offset_for_timestamp_and_max_timestamp(
+    open_log: LogFactory, make_config: ConfigFactory
+) -> None:
+    plog = open_log(config=make_config(segment_bytes=500, index_interval_bytes=50))
+    assert plog.offset_for_timestamp(0) is None
+    assert plog.max_timestamp_offset() is None
+    for i in range(10):
+        records = [encode_record(j, j * 10, None, b"x" * 40) for j in range(3)]
+        ts = NOW + 100 * i
+        batch = build_batch(records, base_timestamp=ts, max_timestamp=ts + 20)
+        plog.append_as_leader(batch, i // 5, NOW + 100 * i)
+    assert len(plog.segments()) > 2
+    assert plog.offset_for_timestamp(NOW + 310) == (10, NOW + 310, 0)
+    assert plog.offset_for_timestamp(NOW + 321) == (12, NOW + 400, 0)
+    assert plog.offset_for_timestamp(NOW + 501) == (16, NOW + 510, 1)
+    assert plog.offset_for_timestamp(0) == (0, NOW, 0)
+    assert plog.offset_for_timestamp(NOW + 921) is None
+    assert plog.max_timestamp_offset() == (29, NOW + 920, 1)
+    plog.maybe_increment_log_start_offset(4)
+    assert plog.offset_for_timestamp(0) == (4, NOW + 110, 0)
+
+
+def test_end_offset_for_epoch(open_log: LogFactory) -> None:
+    plog = open_log()
+    assert plog.end_offset_for_epoch(0) == (-1, -1)
+    plog.append_as_leader(_batch(2), 1, NOW)
+    plog.append_as_leader(_batch(2), 3, NOW)
+    plog.append_as_leader(_batch(2), 3, NOW)
+    assert plog.end_offset_for_epoch(3) == (3, 6)
+    assert plog.end_offset_for_epoch(2) == (1, 2)
+    assert plog.end_offset_for_epoch(0) == (0, 0)
+    assert plog.end_offset_for_epoch(4) == (-1, -1)
+
+
+def test_truncate_to(open_log: LogFactory, make_config: ConfigFactory) -> None:
+    plog = open_log(config=make_config(segment_bytes=500))
+    for i in range(12):
+        plog.append_as_leader(_batch(2), i // 4, NOW)
+    plog.flush()
+    plog.truncate_to(13)  # inside a batch: the whole batch goes
+    assert plog.log_end_offset == 12
+    assert plog.recovery_point == 12
+    assert plog.epoch_cache.entries() == [(0, 0), (1, 8)]
+    assert _all_offsets(plog) == list(range(12))
+    assert plog.segments()[-1].next_offset == 12
+    plog.truncate_to(100)
+    assert plog.log_end_offset == 12
+    assert plog.append_as_leader(_batch(2), 9, NOW).first_offset == 12
+    assert plog.epoch_cache.entries() == [(0, 0), (1, 8), (9, 12)]
+
+
+def test_truncate_fully_and_start_at(open_log: LogFactory) -> None:
+    plog = open_log()
+    plog.append_as_leader(_batch(2), 1, NOW)
+    plog.truncate_fully_and_start_at(500)
+    assert (plog.log_start_offset, plog.log_end_offset, plog.recovery_point) == (500, 500, 500)
+    assert plog.epoch_cache.is_empty()
+    assert [s.base_offset for s in plog.segments()] == [500]
+    assert plog.append_as_leader(_batch(2), 2, NOW).first_offset == 500
+    plog.truncate_to(3)  # below the log start: start afresh there
+    assert (plog.log_start_offset, plog.log_end_offset) == (3, 3)
+
+
+def test_increment_log_start_offset(open_log: LogFactory) -> None:
+    plog = open_log()
+    for _ in range(3):
+        plog.append_as_leader(_batch(2), 0, NOW)
+    plog.maybe_increment_log_start_offset(3)
+    assert plog.log_start_offset == 3
+    plog.maybe_increment_log_start_offset(1)
+    assert plog.log_start_offset == 3
+    assert _code(plog.read, 2, 100) == Errors.OFFSET_OUT_OF_RANGE
+    assert _records(plog.read(3, 1 << 20).records)[0][0] == 2  # the batch holding offset 3
+    assert _code(plog.maybe_increment_log_start_offset, 7) == Errors.OFFSET_OUT_OF_RANGE
+    assert plog.epoch_cache.entries() == [(0, 3)]
+
+
+def _filled(open_log: LogFactory, make_config: ConfigFactory, **config: object) -> PartitionLog:
+    plog = open_log(config=make_config(segment_bytes=500, **config))
+    for i in range(12):
+        plog.append_as_leader(_batch(2, ts=NOW + 1000 * i), 0, NOW + 1000 * i)
+    return plog
+
+
+def test_retention_by_time(open_log: LogFactory, make_config: ConfigFactory) -> None:
+    plog = _filled(open_log, make_config, retention_ms=5000)
+    bases = [s.base_offset for s in plog.segments()]
+    newest = [s.max_timestamp for s in plog.segments()]
+    now = NOW + 11000 + 1
+    expected = sum(1 for ts in newest[:-1] if now - ts > 5000)
+    assert plog.delete_old_segments(now) == expected > 0
+    assert plog.log_start_offset == bases[expected]
+    assert [s.base_offset for s in plog.segments()] == bases[expected:]
+    assert not any(plog.dir.glob("*.deleted"))
+    assert _all_offsets(plog) == list(range(bases[expected], 24))
+
+
+def test_retention_never_passes_the_high_watermark(
+    open_log: LogFactory, make_config: ConfigFactory
+) -> None:
+    plog = _filled(open_log, make_config, retention_ms=0)
+    second = plog.segments()[1].base_offset
+    assert plog.delete_old_segments(NOW * 2, high_watermark=second) == 1
+    assert plog.log_start_offset == second
+    assert plog.delete_old_segments(NOW * 2, high_watermark=second) == 0
+
+
+def test_retention_rolls_a_wholly_expired_active_segment(
+    open_log: LogFactory, make_config: ConfigFactory
+) -> None:
+    plog = _filled(open_log, make_config, retention_ms=0)
+    count = len(plog.segments())
+    assert plog.delete_old_segments(NOW * 2) == count
+    assert plog.log_start_offset == plog.log_end_offset == 24
+    assert [s.base_offset for s in plog.segments()] == [24]
+    assert plog.delete_old_segments(NOW * 2) == 0
+    assert plog.epoch_cache.entries() == [(0, 24)]
+    assert plog.append_as_leader(_batch(2), 1, NOW).first_offset == 24
+
+
+def test_retention_by_size(open_log: LogFactory, make_config: ConfigFactory) -> None:
+    plog = _filled(open_log, make_config, retention_bytes=1000)
+    plog.delete_old_segments(NOW)
+    assert plog.size_in_bytes() >= 1000
+    assert plog.size_in_bytes() - plog.segments()[0].size < 1000
+
+
+def test_retention_of_segments_below_the_log_start(
+    open_log: LogFactory, make_config: ConfigFactory
+) -> None:
+    plog = _filled(open_log, make_config, retention_ms=-1, cleanup_policy="compact")
+    third = plog.segments()[2].base_offset
+    plog.maybe_increment_log_start_offset(third + 1)
+    assert plog.delete_old_segments(NOW * 2) == 2
+    assert plog.log_start_offset == third + 1
+    assert plog.segments()[0].base_offset == third
+
+
+def test_flush_policy_and_recovery_point(open_log: LogFactory, make_config: ConfigFactory) -> None:
+    plog = open_log(config=make_config(flush_messages=5, flush_ms=1000), now_ms=NOW)
+    assert not plog.needs_flush(NOW)
+    plog.append_as_leader(_batch(2), 0, NOW)
+    assert plog.unflushed_messages() == 2
+    assert not plog.needs_flush(NOW)
+    plog.append_as_leader(_batch(3), 0, NOW)
+    assert plog.needs_flush(NOW)
+    plog.flush(up_to=2)
+    assert plog.recovery_point == 2 and plog.unflushed_messages() == 3
+    plog.flush()
+    assert plog.recovery_point == 5 and not plog.needs_flush(NOW * 2)
+    plog.append_as_leader(_batch(1), 0, NOW)
+    flushed_at = plog._last_flush_ms
+    assert not plog.needs_flush(flushed_at + 999)
+    assert plog.needs_flush(flushed_at + 1000)
+
+
+def test_flush_on_a_worker_thread_during_appends(
+    open_log: LogFactory, make_config: ConfigFactory
+) -> None:
+    plog = open_log(config=make_config(segment_bytes=2000))
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def flusher() -> None:
+        while not stop.is_set():
+            try:
+                plog.flush()
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+    thread = threading.Thread(target=flusher)
+    thread.start()
+    for i in range(300):
+        plog.append_as_leader(_batch(2), 0, NOW)
+        if i % 50 == 49:
+            plog.delete_old_segments(NOW, high_watermark=None)
+    stop.set()
+    thread.join()
+    assert not errors
+    plog.flush()
+    assert plog.recovery_point == plog.log_end_offset == 600
+
+
+def test_close_and_reopen(open_log: LogFactory, make_config: ConfigFactory) -> None:
+    config = make_config(segment_bytes=600)
+    topic_id = uuid.uuid4()
+    plog = open_log(config=config, topic_id=topic_id)
+    for i in range(10):
+        plog.append_as_leader(_batch(2), i // 3, NOW)
+    plog.close()
+    assert (plog.dir / "partition.metadata").exists()
+    assert (plog.dir / "00000000000000000020.snapshot").exists()
+    reopened = open_log(config=config, had_clean_shutdown=True)
+    assert reopened.topic_id == topic_id
+    assert reopened.log_end_offset == 20 and reopened.recovery_point == 20
+    assert reopened.epoch_cache.entries() == plog.epoch_cache.entries()
+    assert _all_offsets(reopened) == list(range(20))
+    reopened.close()
+    with pytest.raises(KafkaError) as info:
+        open_log(config=config, topic_id=uuid.uuid4(), had_clean_shutdown=True)
+    assert info.value.code == Errors.INCONSISTENT_TOPIC_ID
+
+
+def test_delete_removes_the_directory(open_log: LogFactory, tmp_path: Path) -> None:
+    plog = open_log()
+    plog.append_as_leader(_batch(2), 0, NOW)
+    plog.delete()
+    assert not (tmp_path / "topic-0").exists()

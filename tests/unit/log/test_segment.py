@@ -1,0 +1,248 @@
+"""A log segment: appends with sparse indexes, reads, lookups, truncation, roll rules and
+recovery."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from brook.log.config import LogConfig
+from brook.log.offset_index import CorruptIndexError
+from brook.log.segment import CorruptSegmentError, LogSegment, segment_path
+from brook.protocol.batch import BatchHeader, read_header
+from brook.protocol.records import build_batch, encode_record, iter_records
+
+BASE = 100
+
+
+def _segment(directory: Path, *, interval: int = 0, create: bool = True, **kw: int) -> LogSegment:
+    directory.mkdir(exist_ok=True)
+    return LogSegment(
+        directory,
+        BASE,
+        index_interval_bytes=interval,
+        max_index_size=kw.pop("max_index_size", 4096),
+        created_ms=kw.pop("created_ms", 0),
+        create=create,
+        **kw,
+    )
+
+
+def _batch(base: int, count: int = 3, ts: int = 1000, size: int = 20) -> bytes:
+    records = [encode_record(i, i, None, bytes([65 + i % 26]) * size) for i in range(count)]
+    return build_batch(records, base_timestamp=ts, max_timestamp=ts + count - 1, base_offset=base)
+
+
+def _fill(segment: LogSegment, batches: int, count: int = 3) -> list[bytes]:
+    written = []
+    offset = segment.base_offset
+    for i in range(batches):
+        data = _batch(offset, count, ts=1000 + 10 * i)
+        header = read_header(data)
+        segment.append([data], len(data), header.last_offset, header.max_timestamp)
+        written.append(data)
+        offset = header.next_offset
+    return written
+
+
+def test_append_and_read_back(tmp_path: Path) -> None:
+    segment = _segment(tmp_path)
+    written = _fill(segment, 5)
+    assert segment.next_offset == BASE + 15
+    assert segment.size == sum(map(len, written))
+    assert segment.log_path.name == "00000000000000000100.log"
+    data, next_offset = segment.read(0, 10**6, None, True)
+    assert data == b"".join(written) and next_offset == BASE + 15
+
+
+def test_index_entries_follow_the_interval(tmp_path: Path) -> None:
+    batch_size = len(_batch(0))
+    segment = _segment(tmp_path, interval=2 * batch_size)
+    _fill(segment, 9)
+    # an entry each time more than the interval was written since the last one
+    entries = [segment.offset_index.entry(i) for i in range(len(segment.offset_index))]
+    assert entries == [(BASE + 11, 3 * batch_size), (BASE + 20, 6 * batch_size)]
+    assert segment.time_index.last_entry() == (1000 + 60 + 2, BASE + 20)
+    every = _segment(tmp_path / "every")
+    _fill(every, 3)
+    assert len(every.offset_index) == 2  # none for the first batch, as Kafka
+
+
+def test_find_batch_and_position(tmp_path: Path) -> None:
+    segment = _segment(tmp_path)
+    written = _fill(segment, 4)
+    found = segment.find_batch(BASE + 7)
+    assert found is not None
+    pos, header = found
+    assert pos == sum(map(len, written[:2])) and header.base_offset == BASE + 6
+    assert segment.find_position(BASE + 7) == pos
+    assert segment.find_position(BASE + 6) == pos
+    assert segment.find_position(BASE) == 0
+    assert segment.find_position(BASE + 12) is None
+
+
+def test_read_limits(tmp_path: Path) -> None:
+    segment = _segment(tmp_path)
+    written = _fill(segment, 4)
+    size = len(written[0])
+    data, nxt = segment.read(0, size * 2 + 5, None, True)
+    assert data == written[0] + written[1] and nxt == BASE + 6
+    data, nxt = segment.read(0, 10, None, True)
+    assert data == written[0] and nxt == BASE + 3
+    assert segment.read(0, 10, None, False) == (b"", -1)
+    data, nxt = segment.read(size, 10**6, BASE + 9, True)
+    assert data == written[1] + written[2] and nxt == BASE + 9
+    assert segment.read(0, 10**6, BASE + 2, True) == (b"", -1)
+    assert segment.read(segment.size, 100, None, True) == (b"", -1)
+
+
+def test_large_reads_use_the_index(tmp_path: Path) -> None:
+    segment = _segment(tmp_path, interval=4096)
+    written = []
+    offset = BASE
+    for i in range(200):
+        data = _batch(offset, 4, ts=i, size=200)
+        header = read_header(data)
+        segment.append([data], len(data), header.last_offset, header.max_timestamp)
+        written.append(data)
+        offset = header.next_offset
+    size = len(written[0])
+    for start in (0, 3, 17):
+        for max_bytes in (40_000, 100_000, 10**7):
+            data, nxt = segment.read(start * size, max_bytes, None, True)
+            whole = min(max_bytes // size, 200 - start)
+            assert data == b"".join(written[start : start + whole])
+            assert nxt == BASE + 4 * (start + whole)
+            data, nxt = segment.read(start * size, max_bytes, BASE + 4 * (start + 5) + 1, True)
+            assert data == b"".join(written[start : start + min(5, whole)])
+
+
+def test_timestamp_lookups(tmp_path: Path) -> None:
+    segment = _segment(tmp_path, interval=100)
+    _fill(segment, 6)  # batch i: records at 1000+10i .. 1000+10i+2
+    assert segment.max_timestamp == 1052
+    assert segment.find_offset_by_timestamp(1021, BASE) == (BASE + 7, 1021, -1)
+    assert segment.find_offset_by_timestamp(1023, BASE) == (BASE + 9, 1030, -1)
+    assert segment.find_offset_by_timestamp(0, BASE + 4) == (BASE + 4, 1011, -1)
+    assert segment.find_offset_by_timestamp(2000, BASE) is None
+    assert segment.max_timestamp_record() == (BASE + 17, 1052, -1)
+
+
+def test_truncate_to(tmp_path: Path) -> None:
+    segment = _segment(tmp_path, interval=0)
+    written = _fill(segment, 6)
+    removed = segment.truncate_to(BASE + 10, now_ms=5)
+    assert removed == sum(map(len, written[3:]))
+    assert segment.next_offset == BASE + 9
+    assert segment.max_timestamp == 1022
+    assert all(segment.offset_index.entry(i)[0] < BASE + 9 for i in range(2))
+    assert segment.time_index.last_entry()[1] < BASE + 9
+    segment.truncate_to(BASE, now_ms=5)
+    assert segment.size == 0 and segment.rolling_timestamp is None and segment.created_ms == 5
+
+
+def _config(**values: int) -> LogConfig:
+    return LogConfig.from_topic_config({k.replace("_", "."): v for k, v in values.items()})
+
+
+def test_roll_rules(tmp_path: Path) -> None:
+    segment = _segment(tmp_path, created_ms=0)
+    config = _config(segment_bytes=1000, segment_ms=100)
+    assert not segment.should_roll(10**6, 10**9, BASE, 10**9, config)  # never when empty
+    _fill(segment, 1)  # first batch max timestamp 1002
+    size = segment.size
+    assert segment.should_roll(1000 - size + 1, 1002, BASE + 3, 0, config)
+    assert not segment.should_roll(1000 - size, 1002, BASE + 3, 0, config)
+    # time counts from the first batch's max timestamp, not from the clock
+    assert not segment.should_roll(10, 1102, BASE + 3, 10**9, config)
+    assert segment.should_roll(10, 1103, BASE + 3, 0, config)
+    assert segment.should_roll(10, 1002, BASE + 2**31, 0, config)
+    jittered = _segment(tmp_path / "jittered", roll_jitter_ms=50)
+    _fill(jittered, 1)
+    assert jittered.should_roll(10, 1053, BASE + 3, 0, config)
+
+
+def test_roll_uses_creation_time_without_timestamps(tmp_path: Path) -> None:
+    segment = _segment(tmp_path, created_ms=1000)
+    data = _batch(BASE, ts=-1)
+    segment.append([data], len(data), BASE + 2, -1)
+    config = _config(segment_ms=100)
+    assert not segment.should_roll(10, -1, BASE + 3, 1100, config)
+    assert segment.should_roll(10, -1, BASE + 3, 1101, config)
+
+
+def test_full_index_rolls(tmp_path: Path) -> None:
+    segment = _segment(tmp_path, max_index_size=24)
+    _fill(segment, 3)
+    assert segment.indexes_full
+    assert segment.should_roll(10, 0, BASE + 10, 0, _config())
+
+
+def test_reopen_loads_the_end(tmp_path: Path) -> None:
+    segment = _segment(tmp_path, interval=150)
+    written = _fill(segment, 7)
+    segment.on_become_inactive()
+    segment.close()
+    reopened = _segment(tmp_path, interval=150, create=False)
+    reopened.load()
+    assert reopened.next_offset == BASE + 21
+    assert reopened.max_timestamp == 1062
+    assert reopened.rolling_timestamp == 1002
+    assert reopened.read(0, 10**6, None, True)[0] == b"".join(written)
+    reopened.close()
+
+
+def test_load_detects_a_torn_tail_and_a_stale_index(tmp_path: Path) -> None:
+    segment = _segment(tmp_path, interval=0)
+    _fill(segment, 4)
+    segment.close()
+    with open(segment.log_path, "r+b") as f:
+        f.truncate(segment.size - 5)
+    torn = _segment(tmp_path, create=False)
+    with pytest.raises((CorruptSegmentError, CorruptIndexError)):
+        torn.load()
+    assert torn.recover() == len(_batch(0)) - 5
+    assert torn.next_offset == BASE + 9
+    torn.close()
+
+
+def _offsets(data: bytes) -> list[int]:
+    return [record.offset for _, record in iter_records(data)]
+
+
+def test_recover_keeps_valid_batches_and_rebuilds_indexes(tmp_path: Path) -> None:
+    segment = _segment(tmp_path, interval=100)
+    written = _fill(segment, 8)
+    index_before = segment.offset_index.path.read_bytes()
+    seen: list[BatchHeader] = []
+    assert segment.recover(seen.append) == 0
+    assert [h.base_offset for h in seen] == [BASE + 3 * i for i in range(8)]
+    assert segment.offset_index.path.read_bytes() == index_before
+    # corrupt the payload of batch 5: it and everything after is cut
+    with open(segment.log_path, "r+b") as f:
+        f.seek(sum(map(len, written[:5])) + 70)
+        f.write(b"\xff")
+    assert segment.recover() == sum(map(len, written[5:]))
+    assert segment.next_offset == BASE + 15
+    assert _offsets(segment.read(0, 10**6, None, True)[0]) == list(range(BASE, BASE + 15))
+    assert segment.time_index.last_entry() == (1042, BASE + 14)
+
+
+def test_recover_cuts_at_an_offset_gap(tmp_path: Path) -> None:
+    segment = _segment(tmp_path)
+    good = _batch(BASE)
+    gap = _batch(BASE + 4)
+    segment.append([good], len(good), BASE + 2, 1002)
+    segment.append([gap], len(gap), BASE + 6, 1002)
+    assert segment.recover() == len(gap)
+    assert segment.next_offset == BASE + 3
+
+
+def test_delete_removes_every_file(tmp_path: Path) -> None:
+    segment = _segment(tmp_path)
+    _fill(segment, 2)
+    segment.delete()
+    for suffix in (".log", ".index", ".timeindex"):
+        assert not segment_path(tmp_path, BASE, suffix).exists()
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,197 @@
+"""Controller decisions: Kafka's validation and error codes, replica placement, configs."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import pytest
+
+from brook.config.server import parse_server_config
+from brook.metadata.controller import ConfigOp, Controller, CreateTopicSpec, OpType
+from brook.metadata.image import MetadataImage
+from brook.metadata.records import ConfigResourceType, Endpoint, RegisterBrokerRecord
+from brook.metadata.topics import place_replicas, topic_name_error
+from brook.protocol.errors import Errors
+
+
+def _cluster(brokers: int = 3, **server: str) -> Controller:
+    image = MetadataImage()
+    for b in range(1, brokers + 1):
+        image.apply(RegisterBrokerRecord(b, "x", b, (Endpoint("PLAINTEXT", "h", 9000 + b),)), b)
+    return Controller(image, parse_server_config(server), random.Random(1))
+
+
+def _commit(controller: Controller, decision) -> None:  # type: ignore[no-untyped-def]
+    for i, record in enumerate(decision.records):
+        controller.image.apply(record, controller.image.offset + 1 + i)
+
+
+def test_create_topic_records_and_defaults() -> None:
+    c = _cluster(3, **{"num.partitions": "4", "default.replication.factor": "2"})
+    d = c.create_topics([CreateTopicSpec("orders", configs={"retention.ms": "1000"})])
+    result = d.results[0]
+    assert result.ok and result.num_partitions == 4 and result.replication_factor == 2
+    _commit(c, d)
+    topic = c.image.topics["orders"]
+    assert topic.topic_id == result.topic_id and len(topic.partitions) == 4
+    assert all(
+        len(p.replicas) == 2 and p.leader == p.replicas[0] for p in topic.partitions.values()
+    )
+    assert c.image.topic_configs("orders") == {"retention.ms": "1000"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "code"),
+    [
+        (CreateTopicSpec("bad name"), Errors.INVALID_TOPIC_EXCEPTION),
+        (CreateTopicSpec("x" * 250), Errors.INVALID_TOPIC_EXCEPTION),
+        (CreateTopicSpec(".."), Errors.INVALID_TOPIC_EXCEPTION),
+        (CreateTopicSpec("t", num_partitions=0), Errors.INVALID_PARTITIONS),
+        (CreateTopicSpec("t", replication_factor=0), Errors.INVALID_REPLICATION_FACTOR),
+        (CreateTopicSpec("t", replication_factor=4), Errors.INVALID_REPLICATION_FACTOR),
+        (CreateTopicSpec("t", configs={"no.such": "1"}), Errors.INVALID_CONFIG),
+        (CreateTopicSpec("t", configs={"retention.ms": "abc"}), Errors.INVALID_CONFIG),
+        (CreateTopicSpec("t", configs={"cleanup.policy": "shred"}), Errors.INVALID_CONFIG),
+        (
+            CreateTopicSpec("t", replication_factor=3, configs={"quorum.required.acks": "3"}),
+            Errors.INVALID_CONFIG,
+        ),
+        (CreateTopicSpec("t", num_partitions=1, assignments={0: [1]}), Errors.INVALID_REQUEST),
+        (CreateTopicSpec("t", assignments={0: [1], 2: [2]}), Errors.INVALID_REPLICA_ASSIGNMENT),
+        (CreateTopicSpec("t", assignments={0: [9]}), Errors.INVALID_REPLICA_ASSIGNMENT),
+        (CreateTopicSpec("t", assignments={0: [1, 1]}), Errors.INVALID_REPLICA_ASSIGNMENT),
+    ],
+)
+def test_create_topic_errors(spec: CreateTopicSpec, code: int) -> None:
+    d = _cluster().create_topics([spec])
+    assert d.results[0].error_code == code and d.results[0].error_message
+    assert not d.records
+
+
+def test_exists_collides_and_validate_only() -> None:
+    c = _cluster()
+    _commit(c, c.create_topics([CreateTopicSpec("a.b")]))
+    assert (
+        c.create_topics([CreateTopicSpec("a.b")]).results[0].error_code
+        == Errors.TOPIC_ALREADY_EXISTS
+    )
+    assert (
+        c.create_topics([CreateTopicSpec("a_b")]).results[0].error_code
+        == Errors.INVALID_TOPIC_EXCEPTION
+    )
+    d = c.create_topics([CreateTopicSpec("new")], validate_only=True)
+    assert d.results[0].ok and not d.records
+
+
+def test_delete_and_create_partitions() -> None:
+    c = _cluster()
+    _commit(c, c.create_topics([CreateTopicSpec("t", num_partitions=2, replication_factor=1)]))
+    assert c.create_partitions([("t", 2, None)]).results[0].error_code == Errors.INVALID_PARTITIONS
+    assert c.create_partitions([("t", 1, None)]).results[0].error_code == Errors.INVALID_PARTITIONS
+    assert (
+        c.create_partitions([("u", 5, None)]).results[0].error_code
+        == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    )
+    assert (
+        c.create_partitions([("t", 4, [[1]])]).results[0].error_code
+        == Errors.INVALID_REPLICA_ASSIGNMENT
+    )
+    d = c.create_partitions([("t", 4, [[1], [2]])])
+    assert d.results[0].ok
+    _commit(c, d)
+    assert sorted(c.image.topics["t"].partitions) == [0, 1, 2, 3]
+    assert c.image.topics["t"].partitions[3].replicas == (2,)
+    d = c.delete_topics(["t", "nope", None], [None, None, uuid.uuid4()])
+    assert [o.error_code for _, _, o in d.results] == [
+        Errors.NONE,
+        Errors.UNKNOWN_TOPIC_OR_PARTITION,
+        Errors.UNKNOWN_TOPIC_ID,
+    ]
+    _commit(c, d)
+    assert "t" not in c.image.topics
+
+
+def test_incremental_config_ops() -> None:
+    c = _cluster()
+    _commit(c, c.create_topics([CreateTopicSpec("t")]))
+    topic = ConfigResourceType.TOPIC
+    d = c.alter_configs(
+        [
+            (
+                topic,
+                "t",
+                [
+                    ConfigOp("retention.ms", OpType.SET, "5"),
+                    ConfigOp("cleanup.policy", OpType.APPEND, "compact"),
+                ],
+            )
+        ],
+        incremental=True,
+    )
+    assert d.results[0].ok
+    _commit(c, d)
+    assert c.image.topic_configs("t") == {"retention.ms": "5", "cleanup.policy": "delete,compact"}
+    d = c.alter_configs(
+        [
+            (
+                topic,
+                "t",
+                [
+                    ConfigOp("cleanup.policy", OpType.SUBTRACT, "delete"),
+                    ConfigOp("retention.ms", OpType.DELETE, None),
+                ],
+            )
+        ],
+        True,
+    )
+    _commit(c, d)
+    assert c.image.topic_configs("t") == {"cleanup.policy": "compact"}
+    bad = c.alter_configs([(topic, "t", [ConfigOp("retention.ms", OpType.APPEND, "1")])], True)
+    assert bad.results[0].error_code == Errors.INVALID_CONFIG
+    missing = c.alter_configs([(topic, "zz", [ConfigOp("retention.ms", OpType.SET, "1")])], True)
+    assert missing.results[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    legacy = c.alter_configs([(topic, "t", [ConfigOp("segment.ms", OpType.SET, "100")])], False)
+    _commit(c, legacy)
+    assert c.image.topic_configs("t") == {"segment.ms": "100"}
+    broker = c.alter_configs(
+        [(ConfigResourceType.BROKER, "", [ConfigOp("log.retention.ms", OpType.SET, "60000")])], True
+    )
+    assert broker.results[0].ok
+    refused = c.alter_configs(
+        [(ConfigResourceType.BROKER, "", [ConfigOp("listeners", OpType.SET, "PLAINTEXT://:1")])],
+        True,
+    )
+    assert refused.results[0].error_code == Errors.INVALID_CONFIG
+
+
+def test_elections_and_reassignments() -> None:
+    c = _cluster()
+    _commit(c, c.create_topics([CreateTopicSpec("t", assignments={0: [1, 2]})]))
+    d = c.elect_leaders(0, [("t", 0), ("t", 9)])
+    assert [o.error_code for _, _, o in d.results] == [
+        Errors.ELECTION_NOT_NEEDED,
+        Errors.UNKNOWN_TOPIC_OR_PARTITION,
+    ]
+    d = c.alter_partition_reassignments([("t", 0, [2, 3])])
+    assert d.results[0][2].ok
+    _commit(c, d)
+    info = c.image.partition("t", 0)
+    assert info is not None and info.adding_replicas == (3,) and info.removing_replicas == (1,)
+    assert c.list_partition_reassignments(None) == [("t", 0, (2, 3, 1), (3,), (1,))]
+    d = c.alter_partition_reassignments([("t", 0, None)])
+    _commit(c, d)
+    info = c.image.partition("t", 0)
+    assert info is not None and set(info.replicas) == {1, 2} and not info.adding_replicas
+
+
+def test_placement_is_balanced() -> None:
+    plan = place_replicas([1, 2, 3], 6, 3, rng=random.Random(3))
+    leaders = [r[0] for r in plan]
+    assert sorted(leaders) == [1, 1, 2, 2, 3, 3]
+    assert all(len(set(r)) == 3 for r in plan)
+
+
+def test_topic_names() -> None:
+    assert topic_name_error("ok.name_1-2") is None
+    assert topic_name_error("") and topic_name_error("a/b") and topic_name_error(".")
