@@ -20,6 +20,7 @@ from brook.protocol.api import ApiKey, api_name, request_class, response_class
 from brook.protocol.build import build
 from brook.protocol.errors import Errors
 from brook.protocol.framing import (
+    FrameAssembler,
     FrameError,
     decode_kio,
     encode_kio,
@@ -39,7 +40,7 @@ log = logging.getLogger(__name__)
 _MAX_QUEUED_FRAMES = 64
 
 
-class Connection(asyncio.Protocol):
+class Connection(asyncio.BufferedProtocol):
     def __init__(self, broker: Broker, listener: str, server: SocketServer) -> None:
         self.broker = broker
         self.listener = listener
@@ -47,8 +48,8 @@ class Connection(asyncio.Protocol):
         self.max_request_size = int(broker.config["socket.request.max.bytes"])
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
-        self._buf = bytearray()
-        self._frames: deque[bytes] = deque()
+        self._reader = FrameAssembler(self.max_request_size)
+        self._frames: deque[bytes | bytearray] = deque()
         self._busy = False
         self._write_paused = False
         self._read_paused = False
@@ -76,27 +77,18 @@ class Connection(asyncio.Protocol):
         self._write_paused = False
         self._pump()
 
-    def data_received(self, data: bytes) -> None:
-        buf = self._buf
-        buf += data
-        pos = 0
-        end = len(buf)
-        while end - pos >= 4:
-            size = int.from_bytes(buf[pos : pos + 4], "big", signed=True)
-            if size < 0 or size > self.max_request_size:
-                self.close(
-                    f"frame of {size} bytes exceeds socket.request.max.bytes "
-                    f"({self.max_request_size})"
-                    if size > 0
-                    else f"invalid frame size {size}"
-                )
-                return
-            if end - pos - 4 < size:
-                break
-            self._frames.append(bytes(buf[pos + 4 : pos + 4 + size]))
-            pos += 4 + size
-        if pos:
-            del buf[:pos]
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._reader.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        try:
+            frames = self._reader.buffer_updated(nbytes)
+        except FrameError as exc:
+            self.close(f"{exc} (socket.request.max.bytes is {self.max_request_size})")
+            return
+        if not frames:
+            return
+        self._frames.extend(frames)
         if len(self._frames) >= _MAX_QUEUED_FRAMES and not self._read_paused:
             self._read_paused = True
             assert self.transport is not None
@@ -141,7 +133,9 @@ class Connection(asyncio.Protocol):
             self._send(ctx, response)
             self._pump()
 
-    def _dispatch(self, frame: bytes) -> tuple[RequestContext, Awaitable[Response]] | None:
+    def _dispatch(
+        self, frame: bytes | bytearray
+    ) -> tuple[RequestContext, Awaitable[Response]] | None:
         try:
             api_key, version, correlation_id = peek_api(frame)
         except FrameError as exc:
@@ -166,7 +160,8 @@ class Connection(asyncio.Protocol):
             request: Any = (
                 memoryview(frame)[header.body_offset :]
                 if spec.raw
-                else decode_kio(cls, frame, header.body_offset)
+                # kio reads only immutable buffers; a read-only view avoids copying big frames
+                else decode_kio(cls, memoryview(frame).toreadonly(), header.body_offset)
             )
         except Exception as exc:
             self.close(f"malformed {api_name(api_key)} v{version} request: {exc!r}")

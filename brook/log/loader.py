@@ -140,8 +140,9 @@ class LogLoader:
             )
         log_start = max(log_start, segments[0].base_offset)
         log_end = segments[-1].next_offset
-        cache.truncate_from_end(log_end, flush=False)
+        # Start first, so that an empty log keeps no epoch whatever the checkpoint held.
         cache.truncate_from_start(log_start, flush=False)
+        cache.truncate_from_end(log_end, flush=False)
         if rebuild_epochs or cache.entries() != epochs_before:
             cache.flush()
         recovery_point = log_end if self.had_clean_shutdown else min(self.recovery_point, log_end)

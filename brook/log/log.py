@@ -1,9 +1,6 @@
-"""A partition's log (Kafka's ``UnifiedLog`` and ``LocalLog``): the ordered segments of one
-``<topic>-<partition>`` directory with append as leader or follower, reads by offset and
-timestamp, truncation, segment rolls, retention and flushing.
-
-Batches stay opaque bytes apart from their 61-byte header: an append validates the header and
-CRC, patches the base offset and leader epoch, and writes; a read returns stored bytes.
+"""A partition's log (Kafka's ``UnifiedLog``): the segments of one ``<topic>-<partition>``
+directory, appended to as leader or follower, read by offset or timestamp, truncated, rolled,
+trimmed by retention and flushed. Batches stay opaque bytes apart from their 61-byte header.
 """
 
 from __future__ import annotations
@@ -457,6 +454,10 @@ class PartitionLog:
             segment.delete()
         active = self._segments[-1]
         active.truncate_to(offset, wall_clock_ms())
+        if active.next_offset < self.log_start_offset:
+            # The batch holding ``offset`` also held the log start: nothing readable is left.
+            self.truncate_fully_and_start_at(self.log_start_offset)
+            return
         self.log_end_offset = active.next_offset
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self.epoch_cache.truncate_from_end(self.log_end_offset)

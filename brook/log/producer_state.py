@@ -1,7 +1,6 @@
-"""Idempotent-producer state of one partition (Kafka's ``ProducerStateManager``): the epoch and
-the last five batches of every producer id, to reject out-of-order or fenced appends and to
-answer a retried batch with its original offsets. Snapshots (``<offset>.snapshot``) bound the
-scan of the log needed to rebuild it.
+"""Idempotent-producer state of a partition (Kafka's ``ProducerStateManager``): each producer
+id's epoch and last five batches, to reject fenced or out-of-order appends and answer retries
+with their original offsets; ``<offset>.snapshot`` files bound the log scan that rebuilds it.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from brook.protocol.batch import (
     check_batch,
     read_header,
 )
-from brook.protocol.records import batch_records
+from brook.protocol.records import Record, batch_records
 
 from .config import LogConfig
 from .offset_index import CorruptIndexError, OffsetIndex
@@ -454,7 +454,7 @@ class LogSegment:
                 return record.offset, record.timestamp, header.partition_leader_epoch
         return header.last_offset, header.max_timestamp, header.partition_leader_epoch
 
-    def _records(self, position: int, header: BatchHeader) -> list:  # type: ignore[type-arg]
+    def _records(self, position: int, header: BatchHeader) -> list[Record]:
         try:
             return batch_records(self.read_batch(position, header), 0, header)
         except CorruptBatch:

@@ -36,6 +36,9 @@ class TimeIndex(IndexFile):
             return NO_TIMESTAMP, self.base_offset
         return self._timestamps[-1], self.base_offset + self._offsets[-1]
 
+    def entry(self, i: int) -> tuple[int, int]:
+        return self._timestamps[i], self.base_offset + self._offsets[i]
+
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         """Add an entry if ``timestamp`` is above the last one (and the index has room)."""
         if self.is_full and not skip_full_check:

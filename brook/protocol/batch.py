@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from crc32c import crc32c
 
@@ -53,8 +53,7 @@ class CorruptBatch(ValueError):
     """A batch whose framing, magic or CRC is wrong."""
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
+class BatchHeader(NamedTuple):
     base_offset: int
     batch_length: int
     partition_leader_epoch: int
@@ -109,7 +108,7 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
     """Parse the header at ``pos``; raises CorruptBatch if fewer than 61 bytes remain."""
     if len(buf) - pos < HEADER_SIZE:
         raise CorruptBatch("fewer bytes than a batch header")
-    return BatchHeader(*_HEADER.unpack_from(buf, pos))
+    return BatchHeader._make(_HEADER.unpack_from(buf, pos))
 
 
 def batch_size_at(buf: bytes | bytearray | memoryview, pos: int) -> int:

@@ -104,3 +104,70 @@ def response_body_offset(frame_bytes: bytes, api_key: int, api_version: int) -> 
     if api_key != ApiKey.API_VERSIONS and is_flexible(api_key, api_version):
         return skip_tagged_fields(frame_bytes, 4)
     return 4
+
+
+class FrameAssembler:
+    """Cuts a byte stream into frames for ``asyncio.BufferedProtocol`` users, copying as little
+    as possible: small frames are cut from a shared read buffer; a frame larger than what the
+    buffer holds gets a ``bytearray`` of its own that the socket reads straight into.
+
+    ``get_buffer`` / ``buffer_updated`` mirror the BufferedProtocol calls; complete frames
+    (without their size prefix) come out of ``buffer_updated``.
+    """
+
+    def __init__(self, max_frame_size: int, buffer_size: int = 256 * 1024) -> None:
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray(buffer_size)
+        self._view = memoryview(self._buf)
+        self._start = 0
+        self._end = 0
+        self._big: bytearray | None = None
+        self._big_pos = 0
+
+    def get_buffer(self) -> memoryview:
+        if self._big is not None:
+            return memoryview(self._big)[self._big_pos :]
+        if self._end == len(self._buf):
+            pending = self._end - self._start
+            self._buf[:pending] = self._buf[self._start : self._end]
+            self._start, self._end = 0, pending
+        return self._view[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> list[bytes | bytearray]:
+        """Account for ``nbytes`` received; return the frames now complete.
+
+        Raises FrameError for a size prefix that is negative or above ``max_frame_size``.
+        """
+        frames: list[bytes | bytearray] = []
+        if self._big is not None:
+            self._big_pos += nbytes
+            if self._big_pos < len(self._big):
+                return frames
+            frames.append(self._big)
+            self._big = None
+            return frames
+        self._end += nbytes
+        buf, start, end = self._buf, self._start, self._end
+        while end - start >= 4:
+            size = int.from_bytes(buf[start : start + 4], "big", signed=True)
+            if size < 0 or size > self.max_frame_size:
+                raise FrameError(
+                    f"frame of {size} bytes exceeds the limit of {self.max_frame_size}"
+                    if size > 0
+                    else f"invalid frame size {size}"
+                )
+            have = end - start - 4
+            if have >= size:
+                frames.append(bytes(self._view[start + 4 : start + 4 + size]))
+                start += 4 + size
+                continue
+            if size > len(buf) - start - 4:
+                big = bytearray(size)
+                big[:have] = self._view[start + 4 : end]
+                self._big, self._big_pos = big, have
+                start = end
+            break
+        if start == end:
+            start = end = 0
+        self._start, self._end = start, end
+        return frames

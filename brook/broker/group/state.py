@@ -164,10 +164,9 @@ class Group:
     def unload(self, now_ms: int) -> list[Action]:
         """This broker no longer coordinates the group: fail whatever is parked."""
         out: list[Action] = []
-        previous = self.state
         self._transition(_DEAD, now_ms)
         for member in self.members.values():
-            if previous is _PREPARING and member.join_waiter is not None:
+            if member.join_waiter is not None:
                 out.append(
                     Reply(member.join_waiter, JoinResult(Errors.NOT_COORDINATOR, member.member_id))
                 )

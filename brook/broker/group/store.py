@@ -1,8 +1,6 @@
-"""Group state as records of ``__consumer_offsets``, in Kafka's own key and value formats, and
-the replay that rebuilds it (last value per key wins, a null value deletes the key).
-
-    OffsetCommitKey   v0/v1: group, topic, partition           value v0-v4 (written: v3, v1)
-    GroupMetadataKey  v2:    group                             value v0-v3 (written: v3)
+"""Group state as records of ``__consumer_offsets`` in Kafka's formats (OffsetCommitKey v0-1 with
+OffsetCommitValue v0-4, GroupMetadataKey v2 with GroupMetadataValue v0-3), and the replay that
+rebuilds it: the last value per key wins, a null value deletes the key.
 """
 
 from __future__ import annotations

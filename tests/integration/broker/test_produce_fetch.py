@@ -86,3 +86,16 @@ def test_fetch_below_log_start_is_out_of_range_after_delete_records(
         assert fetch(c, unique_topic, 0, 1).responses[0].partitions[0].error_code == 1
         part = fetch(c, unique_topic, 0, 3).responses[0].partitions[0]
         assert [r.value for _, r in iter_records(part.records)] == [b"3", b"4"]
+
+
+def test_large_requests_and_responses(brook_session: BrookProcess, unique_topic: str) -> None:
+    """Frames far larger than the connection's read buffer, pipelined back to back."""
+    values = [bytes([i]) * 300_000 for i in range(3)]
+    with RawClient(brook_session.bootstrap) as c:
+        create_topic(c, unique_topic, configs={"max.message.bytes": "2000000"})
+        for value in values:
+            resp = produce(c, unique_topic, 0, build_simple_batch([value, value, value]))
+            assert resp.responses[0].partition_responses[0].error_code == 0
+        part = fetch(c, unique_topic, 0, 0, max_bytes=10_000_000).responses[0].partitions[0]
+        got = [r.value for _, r in iter_records(part.records)]
+        assert got == [v for v in values for _ in range(3)]

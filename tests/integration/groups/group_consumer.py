@@ -1,8 +1,6 @@
-"""A group consumer of one client library, run as its own process by the group suites: it
-prints one JSON line per event (assigned, record, committed) and on SIGTERM closes cleanly
-(leaving the group), so a test can also SIGKILL it to play a crashed member.
-
-    python group_consumer.py {kafka-python|confluent|aiokafka} BOOTSTRAP TOPIC GROUP SESSION_MS
+"""A group consumer of one client library in its own process, for the group suites: one JSON
+line per event on stdout, a clean close (leaving the group) on SIGTERM, and SIGKILL to crash it.
+Usage: group_consumer.py {kafka-python|confluent|aiokafka} BOOTSTRAP TOPIC GROUP SESSION_MS
 """
 
 from __future__ import annotations

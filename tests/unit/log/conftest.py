@@ -11,9 +11,6 @@ import pytest
 from brook.log.config import LogConfig
 from brook.log.log import PartitionLog
 
-ConfigFactory = Callable[..., LogConfig]
-LogFactory = Callable[..., PartitionLog]
-
 
 def _config(**overrides: Any) -> LogConfig:
     """A LogConfig from keyword overrides: ``segment_bytes=1000`` sets ``segment.bytes``."""
@@ -21,12 +18,12 @@ def _config(**overrides: Any) -> LogConfig:
 
 
 @pytest.fixture
-def make_config() -> ConfigFactory:
+def make_config() -> Callable[..., LogConfig]:
     return _config
 
 
 @pytest.fixture
-def open_log(tmp_path: Path) -> Iterator[LogFactory]:
+def open_log(tmp_path: Path) -> Iterator[Callable[..., PartitionLog]]:
     """Open (or reopen) a partition log under tmp_path; files are closed at teardown."""
     opened: list[PartitionLog] = []
 

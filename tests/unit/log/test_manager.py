@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
-from conftest import ConfigFactory
-
+from brook.log.config import LogConfig
 from brook.log.manager import LogManager
 from brook.protocol.records import build_simple_batch
 
 NOW = 1_700_000_000_000
+MakeConfig = Callable[..., LogConfig]
 
 
 class Clock:
@@ -39,7 +40,7 @@ def _append(manager: LogManager, topic: str, partition: int, batches: int) -> No
 
 
 def test_logs_are_spread_over_directories_and_reloaded(
-    tmp_path: Path, make_config: ConfigFactory
+    tmp_path: Path, make_config: MakeConfig
 ) -> None:
     manager = _manager(tmp_path, dirs=2)
     manager.startup()
@@ -67,14 +68,15 @@ def test_logs_are_spread_over_directories_and_reloaded(
     again.shutdown()
 
 
-def test_checkpoint_files_use_kafkas_format(tmp_path: Path, make_config: ConfigFactory) -> None:
+def test_checkpoint_files_use_kafkas_format(tmp_path: Path, make_config: MakeConfig) -> None:
     manager = _manager(tmp_path)
     manager.startup()
     manager.get_or_create_log("t", 0, make_config())
     manager.get_or_create_log("t", 1, make_config())
     _append(manager, "t", 0, 3)
-    manager.get_log("t", 0).flush()  # type: ignore[union-attr]
-    manager.get_log("t", 1).maybe_increment_log_start_offset(0)  # type: ignore[union-attr]
+    first = manager.get_log("t", 0)
+    assert first is not None
+    first.flush()
     manager.write_recovery_checkpoints()
     directory = tmp_path / "d0"
     assert (directory / "recovery-point-offset-checkpoint").read_text() == "0\n2\nt 0 6\nt 1 0\n"
@@ -86,7 +88,7 @@ def test_checkpoint_files_use_kafkas_format(tmp_path: Path, make_config: ConfigF
 
 
 def test_unclean_startup_recovers_from_the_checkpointed_point(
-    tmp_path: Path, make_config: ConfigFactory
+    tmp_path: Path, make_config: MakeConfig
 ) -> None:
     manager = _manager(tmp_path)
     manager.startup()
@@ -109,7 +111,7 @@ def test_unclean_startup_recovers_from_the_checkpointed_point(
 
 
 def test_delete_log_renames_then_removes_after_the_delay(
-    tmp_path: Path, make_config: ConfigFactory
+    tmp_path: Path, make_config: MakeConfig
 ) -> None:
     clock = Clock()
     manager = _manager(tmp_path, clock=clock)
@@ -136,7 +138,7 @@ def test_delete_log_renames_then_removes_after_the_delay(
     again.shutdown()
 
 
-def test_topic_id_is_checked_for_existing_logs(tmp_path: Path, make_config: ConfigFactory) -> None:
+def test_topic_id_is_checked_for_existing_logs(tmp_path: Path, make_config: MakeConfig) -> None:
     manager = _manager(tmp_path)
     manager.startup()
     topic_id = uuid.uuid4()
@@ -156,7 +158,7 @@ def test_meta_properties(tmp_path: Path) -> None:
     assert manager.read_meta_properties()["cluster.id"] == "abc"
 
 
-def test_retention_and_flush_scheduling(tmp_path: Path, make_config: ConfigFactory) -> None:
+def test_retention_and_flush_scheduling(tmp_path: Path, make_config: MakeConfig) -> None:
     manager = _manager(tmp_path)
     manager.startup()
     config = make_config(segment_bytes=1000, retention_ms=1000, flush_messages=4)

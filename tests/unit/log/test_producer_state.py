@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from brook.log.producer_state import ProducerStateManager, snapshot_path
+from brook.log.producer_state import ProducerEntry, ProducerStateManager, snapshot_path
 from brook.protocol.batch import BatchHeader, read_header
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.records import build_simple_batch
@@ -27,6 +27,12 @@ def _append(state: ProducerStateManager, header: BatchHeader, base: int) -> None
     state.map_end_offset = base + header.records_count
 
 
+def _entry(state: ProducerStateManager) -> ProducerEntry:
+    entry = state.last_entry(PID)
+    assert entry is not None
+    return entry
+
+
 def _code(state: ProducerStateManager, header: BatchHeader) -> int:
     with pytest.raises(KafkaError) as info:
         state.check_append(header)
@@ -37,7 +43,7 @@ def test_unknown_producer_may_start_anywhere(tmp_path: Path) -> None:
     state = ProducerStateManager(tmp_path)
     _append(state, _header(seq=57), 0)
     _append(state, _header(seq=59), 2)
-    assert state.last_entry(PID).last_seq == 60  # type: ignore[union-attr]
+    assert _entry(state).last_seq == 60
 
 
 def test_sequence_must_follow(tmp_path: Path) -> None:
@@ -75,7 +81,7 @@ def test_epoch_rules(tmp_path: Path) -> None:
     assert _code(state, _header(seq=2, epoch=2)) == Errors.INVALID_PRODUCER_EPOCH
     assert _code(state, _header(seq=2, epoch=4)) == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
     _append(state, _header(seq=0, epoch=4), 2)
-    assert state.last_entry(PID).epoch == 4  # type: ignore[union-attr]
+    assert _entry(state).epoch == 4
     # a retry from the fenced epoch is no longer a duplicate
     assert _code(state, _header(seq=0, epoch=3)) == Errors.INVALID_PRODUCER_EPOCH
 
@@ -108,7 +114,7 @@ def test_load_skips_later_and_corrupt_snapshots(tmp_path: Path) -> None:
     loaded = ProducerStateManager(tmp_path)
     assert loaded.load(0, 5) == 2
     assert loaded.snapshot_offsets() == [2]
-    assert loaded.last_entry(PID).last_seq == 1  # type: ignore[union-attr]
+    assert _entry(loaded).last_seq == 1
 
 
 def test_without_snapshot_replay_starts_at_log_start(tmp_path: Path) -> None:

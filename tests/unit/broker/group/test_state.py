@@ -7,6 +7,7 @@ import itertools
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -158,12 +159,12 @@ class Harness:
         assert isinstance(result, SyncResult)
         return result
 
-    def join_known(self, name: str, **kwargs: object) -> tuple[str, W]:
+    def join_known(self, name: str, **kwargs: Any) -> tuple[str, W]:
         """A v4+ dynamic join: MEMBER_ID_REQUIRED first, then the join with that id."""
-        first = self.join(name, **kwargs)  # type: ignore[arg-type]
+        first = self.join(name, **kwargs)
         required = self.join_result(first)
         assert required.error == Errors.MEMBER_ID_REQUIRED
-        return required.member_id, self.join(name, required.member_id, **kwargs)  # type: ignore[arg-type]
+        return required.member_id, self.join(name, required.member_id, **kwargs)
 
 
 def make(config: GroupConfig | None = None) -> Harness:
@@ -947,3 +948,12 @@ def test_random_traffic_keeps_invariants(seed: int) -> None:
             assert not g.members
         if g.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             assert g.protocol_name is not None and g.members
+
+
+def test_unload_answers_a_static_rejoin_waiting_for_its_write() -> None:
+    h, _ = static_group("i1", "i2")
+    h.auto_store = False
+    w = h.join("i2-again", instance="i2")
+    h.run(h.group.unload(h.now))
+    assert h.join_result(w).error == Errors.NOT_COORDINATOR
+    h.run(h.group.stored(h.stores[-1], Errors.NONE, h.now))  # the write lands afterwards
