@@ -1,0 +1,12 @@
+"""docs/configuration.md is exactly what the config tables generate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from brook.config.docs import render
+
+
+def test_configuration_reference_is_current() -> None:
+    doc = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
+    assert doc.read_text() == render(), "run: python -m brook.config.docs > docs/configuration.md"
