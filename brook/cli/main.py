@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 # subcommand -> (module, help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "server": ("brook.cli.server", "run a Brook node (kafka-server-start)"),
+    "topics": ("brook.cli.topics", "create, delete, describe or change topics (kafka-topics)"),
+    "configs": ("brook.cli.configs", "describe or alter topic and broker configs (kafka-configs)"),
+    "get-offsets": ("brook.cli.get_offsets", "offsets of partitions at a time (kafka-get-offsets)"),
 }
 
 
@@ -25,7 +29,12 @@ def main(argv: list[str] | None = None) -> int:
     if command not in COMMANDS:
         parser.error(f"unknown command '{command}'")
     module = importlib.import_module(COMMANDS[command][0])
-    return int(module.main(argv[1:]) or 0)
+    try:
+        return int(module.main(argv[1:]) or 0)
+    except BrokenPipeError:
+        # Output piped into something that stopped reading (``| head``): not an error.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

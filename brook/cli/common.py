@@ -1,0 +1,127 @@
+"""What Brook's Kafka-style tools share: client properties from ``--bootstrap-server`` and
+``--command-config``, Kafka's topic include-list filter, Kafka's text form of topic ids, and
+the way Kafka's scripts report errors (a message, exit code 1)."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import re
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from brook.config.defs import ConfigError, load_properties
+from brook.protocol.errors import KafkaError
+
+__all__ = [
+    "CommandError",
+    "ToolParser",
+    "client_properties",
+    "include_list",
+    "kafka_uuid",
+    "parse_key_values",
+    "run",
+]
+
+
+class CommandError(Exception):
+    """A mistake in the command line or its files: printed alone, exit code 1."""
+
+
+class ToolParser(argparse.ArgumentParser):
+    """argparse with Kafka's usage-error convention: the message, then the usage, exit 1."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"{self.prog}: {message}", file=sys.stderr)
+        sys.exit(1)
+
+    def fail(self, message: str) -> NoReturn:
+        """A usage error found after parsing (missing action, conflicting options)."""
+        self.error(message)
+
+
+def add_connection_args(parser: argparse.ArgumentParser, config_help: str) -> None:
+    parser.add_argument(
+        "--bootstrap-server",
+        metavar="HOST1:PORT1,...",
+        help="REQUIRED: the Kafka-compatible broker(s) to connect to",
+    )
+    parser.add_argument("--command-config", metavar="FILE", help=config_help)
+
+
+def load_properties_file(path: str) -> dict[str, str]:
+    try:
+        return load_properties(Path(path).read_text())
+    except OSError as exc:
+        raise CommandError(f"{path} ({exc.strerror})") from None
+
+
+def client_properties(
+    bootstrap: str | None,
+    command_config: str | None,
+    *,
+    extra: Sequence[str] = (),
+    overrides: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Client properties: the --command-config file, then ``key=value`` pairs from
+    ``extra`` (e.g. --producer-property), then ``overrides``, then --bootstrap-server."""
+    props: dict[str, Any] = {}
+    if command_config:
+        props.update(load_properties_file(command_config))
+    props.update(parse_key_values(extra))
+    props.update(overrides or {})
+    if bootstrap:
+        props["bootstrap.servers"] = bootstrap
+    if not props.get("bootstrap.servers"):
+        raise CommandError("--bootstrap-server must be specified")
+    return props
+
+
+def parse_key_values(items: Sequence[str]) -> dict[str, str]:
+    """``["a=1", "b = 2"]`` -> ``{"a": "1", "b": "2"}``; anything else names the bad item."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CommandError(f"Invalid property '{item}': expected the format key=value")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def include_list(pattern: str | None) -> Callable[[str], bool]:
+    """Kafka's topic IncludeList: a regex matched against the whole name; ',' means '|'.
+    No pattern matches everything."""
+    if pattern is None:
+        return lambda _name: True
+    text = pattern.strip().replace(",", "|").replace(" ", "")
+    text = re.sub(r"""^["']+|["']+$""", "", text)
+    try:
+        compiled = re.compile(text)
+    except re.error as exc:
+        raise CommandError(f"{pattern} is an invalid regex: {exc}") from None
+    return lambda name: compiled.fullmatch(name) is not None
+
+
+def kafka_uuid(value: uuid.UUID | None) -> str:
+    """A topic id as Kafka prints it: URL-safe base64 of the 16 bytes, no padding."""
+    raw = (value or uuid.UUID(int=0)).bytes
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def run(body: Callable[[], int | None], error_prefix: str = "") -> int:
+    """Run a tool body: CommandError / ConfigError -> the message on stderr, exit 1; a Kafka
+    error -> ``error_prefix``, its name and message on stderr, exit 1."""
+    try:
+        return int(body() or 0)
+    except (CommandError, ConfigError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    except KafkaError as exc:
+        print(f"{error_prefix}{exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
