@@ -3,6 +3,7 @@ timestamps, epochs, truncation, retention, flushing and reopening."""
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 from collections.abc import Callable
@@ -424,6 +425,37 @@ def test_flush_policy_and_recovery_point(open_log: OpenLog, make_config: MakeCon
     flushed_at = plog._last_flush_ms
     assert not plog.needs_flush(flushed_at + 999)
     assert plog.needs_flush(flushed_at + 1000)
+
+
+def test_appends_never_fsync_and_the_next_flush_syncs_what_they_wrote(
+    open_log: OpenLog, make_config: MakeConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Appends run on the event loop: creating the log, new epochs, rolls (with producer
+    snapshots) write files but leave every fsync to the flush, which runs on a worker."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    plog = open_log("fresh-0", config=make_config(segment_bytes=400), topic_id=uuid.uuid4())
+    for i in range(12):
+        plog.append_as_leader(_batch(2, producer_id=7, producer_epoch=0, base_sequence=2 * i),
+                              i // 4, NOW)
+    assert len(plog.segments()) > 2 and plog.epoch_cache.entries() == [(0, 0), (1, 8), (2, 16)]
+    assert synced == []
+    plog.flush()
+    directory = tmp_path / "fresh-0"
+    for path in (directory / "leader-epoch-checkpoint", directory / "partition.metadata",
+                 directory, tmp_path, *(s.log_path for s in plog.segments()),
+                 *directory.glob("*.snapshot")):
+        assert str(path) in synced, path
+    assert plog.recovery_point == plog.log_end_offset == 24
+    synced.clear()
+    plog.flush()
+    assert synced == []  # nothing new to sync
 
 
 def test_flush_on_a_worker_thread_during_appends(
