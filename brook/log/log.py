@@ -27,6 +27,7 @@ from brook.protocol.batch import (
     set_log_append_time,
 )
 from brook.protocol.errors import Errors, KafkaError
+from brook.protocol.records import batch_records
 
 from .checkpoints import CheckpointError, PartitionMetadataFile, fsync_path
 from .config import LogConfig
@@ -256,6 +257,8 @@ class PartitionLog:
                 Errors.RECORD_LIST_TOO_LARGE,
                 f"batch of {size} bytes exceeds segment.bytes {config.segment_bytes}",
             )
+        if config.compacted:
+            self._check_keys(records, header)
         if not config.log_append_time:
             low = now_ms - config.message_timestamp_before_max_ms
             high = now_ms + config.message_timestamp_after_max_ms
@@ -268,6 +271,20 @@ class PartitionLog:
                     f"timestamps {first}..{largest} are out of range [{low}, {high}]",
                 )
         return header
+
+    def _check_keys(self, records: bytes, header: BatchHeader) -> None:
+        """Compaction keeps the last value per key, so a compacted topic takes keyed records
+        only: the one place the produce path decodes records."""
+        try:
+            decoded = batch_records(records, 0, header)
+        except CorruptBatch as exc:
+            raise KafkaError(Errors.CORRUPT_MESSAGE, str(exc)) from None
+        if any(record.key is None for record in decoded):
+            raise KafkaError(
+                Errors.INVALID_RECORD,
+                "Compacted topic cannot accept message without key in topic partition "
+                f"{self.dir.name}.",
+            )
 
     def append_as_follower(self, records: bytes) -> AppendResult:
         """Append a leader's batches as they are (offsets, epochs, timestamps), after checking

@@ -112,6 +112,9 @@ def test_record_errors_per_partition(broker: Broker) -> None:
                                 {"index": 0, "records": good}]}]})
     assert resp.responses[0].partition_responses[0].error_code == Errors.INVALID_REQUIRED_ACKS
     assert code(good, partition=7) == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    create_topic(c, "compacted", configs={"cleanup.policy": "compact"})
+    assert code(good, topic="compacted") == Errors.INVALID_RECORD  # records need keys there
+    assert code(build_simple_batch([(b"key", b"v")]), topic="compacted") == 0
     part = fetch(c, "t", 0, 0).responses[0].partitions[0]
     assert [r.value for _, r in iter_records(part.records)] == [b"ok"]  # nothing else landed
 

@@ -123,6 +123,20 @@ def test_batches_clients_may_not_send(open_log: OpenLog, make_config: MakeConfig
     assert plog.log_end_offset == 0
 
 
+@pytest.mark.parametrize("codec", [0, 1, 4])
+def test_compacted_topics_take_keyed_records_only(
+    open_log: OpenLog, make_config: MakeConfig, codec: int
+) -> None:
+    plog = open_log(config=make_config(cleanup_policy="compact,delete"))
+    keyed = build_simple_batch([(b"k1", b"v"), (b"k2", None)], timestamp=NOW, codec=codec)
+    assert plog.append_as_leader(keyed, 0, NOW).first_offset == 0
+    one_keyless = build_simple_batch([(b"k1", b"v"), (None, b"v")], timestamp=NOW, codec=codec)
+    assert _code(plog.append_as_leader, one_keyless, 0, NOW) == Errors.INVALID_RECORD
+    assert plog.log_end_offset == 2
+    plog.update_config(make_config(cleanup_policy="delete"))
+    assert plog.append_as_leader(one_keyless, 0, NOW).first_offset == 2
+
+
 def test_create_time_bounds(open_log: OpenLog, make_config: MakeConfig) -> None:
     config = make_config(message_timestamp_before_max_ms=1000, message_timestamp_after_max_ms=100)
     plog = open_log(config=config)
@@ -348,10 +362,16 @@ def test_increment_log_start_offset(open_log: OpenLog) -> None:
     assert plog.epoch_cache.entries() == [(0, 3)]
 
 
-def _filled(open_log: OpenLog, make_config: MakeConfig, **config: object) -> PartitionLog:
+def _filled(
+    open_log: OpenLog, make_config: MakeConfig, keyed: bool = False, **config: object
+) -> PartitionLog:
     plog = open_log(config=make_config(segment_bytes=500, **config))
     for i in range(12):
-        plog.append_as_leader(_batch(2, ts=NOW + 1000 * i), 0, NOW + 1000 * i)
+        ts = NOW + 1000 * i
+        batch = (
+            build_simple_batch([(b"k", b"v" * 50)] * 2, timestamp=ts) if keyed else _batch(2, ts=ts)
+        )
+        plog.append_as_leader(batch, 0, ts)
     return plog
 
 
@@ -401,7 +421,7 @@ def test_retention_by_size(open_log: OpenLog, make_config: MakeConfig) -> None:
 def test_retention_of_segments_below_the_log_start(
     open_log: OpenLog, make_config: MakeConfig
 ) -> None:
-    plog = _filled(open_log, make_config, retention_ms=-1, cleanup_policy="compact")
+    plog = _filled(open_log, make_config, keyed=True, retention_ms=-1, cleanup_policy="compact")
     third = plog.segments()[2].base_offset
     plog.maybe_increment_log_start_offset(third + 1)
     assert plog.delete_old_segments(NOW * 2) == 2
