@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from rawclient import RawClient, create_topic, fetch, produce
-from support import BrookProcess, env_with_repo
+from support import BrookProcess, env_with_repo, free_port, wait_for_port
 
 from brook.protocol.records import build_simple_batch, iter_records
 
@@ -84,3 +84,33 @@ def test_kill_minus_9_then_restart_keeps_flushed_records(tmp_path: Path,
             assert [r.value for _, r in iter_records(part.records)] == [
                 str(i).encode() for i in range(50)]
             assert part.high_watermark == 50
+
+
+def test_config_file_with_overrides(tmp_path: Path) -> None:
+    """``brook server --config FILE --override k=v``: the file's keys apply, an override wins."""
+    port = free_port()
+    props = tmp_path / "server.properties"
+    props.write_text(
+        "# a deployment's file\n"
+        f"listeners=PLAINTEXT://127.0.0.1:{port}\n"
+        f"log.dirs={tmp_path / 'data'}\n"
+        "node.id=3\n"
+        "num.partitions=2\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "brook.cli.main", "server", "--config", str(props),
+         "--override", "node.id=5"], env=env_with_repo(),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, proc=proc)
+        with RawClient(f"127.0.0.1:{port}") as c:
+            meta = c.request(3, 12, {"topics": [{"name": "auto", "topic_id": None}],
+                                     "allow_auto_topic_creation": True,
+                                     "include_topic_authorized_operations": False})
+        assert [b.node_id for b in meta.brokers] == [5]
+        assert len(meta.topics[0].partitions) == 2
+        assert (tmp_path / "data" / "auto-1").is_dir()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    assert (tmp_path / "data" / ".kafka_cleanshutdown").exists()
