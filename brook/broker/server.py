@@ -142,6 +142,9 @@ class Broker:
         self._every(
             int(cfg["log.flush.offset.checkpoint.interval.ms"]) or 60000, self._checkpoint_recovery
         )
+        idle_ms = int(cfg["connections.max.idle.ms"])
+        if idle_ms > 0:
+            self._every(max(100, min(idle_ms, 10_000)), self._close_idle_connections)
 
     def _every(self, interval_ms: int, job: Callable[[], Awaitable[None]]) -> None:
         async def loop() -> None:
@@ -165,6 +168,9 @@ class Broker:
         deleted = self.replica_manager.run_retention()
         if deleted:
             log.info("retention deleted %d segment(s)", deleted)
+
+    async def _close_idle_connections(self) -> None:
+        self.socket_server.close_idle(int(self.config["connections.max.idle.ms"]))
 
     # Checkpoints are snapshotted here and written (with their fsyncs) on a worker thread.
     async def _checkpoint_hw(self) -> None:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rawclient import RawClient, create_topic, produce
+from rawclient import RawClient, create_topic, fetch, produce
 from support import BrookProcess, free_port
 
 from brook.protocol.errors import Errors
@@ -104,7 +104,7 @@ def test_identity_layout_rolls_retention_bytes_and_flush_messages(tmp_path: Path
         assert _recovery_points(data)[("flushed", 0)] == 10  # 11 and 12 wait for the next 5
 
 
-def test_replication_factor_auto_create_retention_ms_flush_ms_and_max_bytes(
+def test_replication_factor_auto_create_retention_flush_ms_sizes_and_idle_connections(
         tmp_path: Path) -> None:
     overrides = {
         "default.replication.factor": "2",
@@ -114,6 +114,8 @@ def test_replication_factor_auto_create_retention_ms_flush_ms_and_max_bytes(
         "log.flush.interval.ms": "300",
         "log.flush.offset.checkpoint.interval.ms": "200",
         "message.max.bytes": "3000",
+        "fetch.max.bytes": "1024",
+        "connections.max.idle.ms": "600",
     }
     data = tmp_path / "data"
     with BrookProcess(data, overrides) as broker, RawClient(broker.bootstrap) as c:
@@ -142,6 +144,21 @@ def test_replication_factor_auto_create_retention_ms_flush_ms_and_max_bytes(
         create_topic(c, "sizes", configs={"retention.ms": "-1"})
         assert _send(c, "sizes", b"x" * 2500) == 0
         assert _send(c, "sizes", b"x" * 3500) == Errors.MESSAGE_TOO_LARGE
+
+        # fetch.max.bytes caps the response whatever the request asks for (KIP-74 aside)
+        for _ in range(20):
+            assert _send(c, "sizes", b"v" * 200) == 0
+        part = fetch(c, "sizes", 0, 1, max_bytes=1 << 20).responses[0].partitions[0]
+        assert 200 < len(part.records) <= 1024 and part.high_watermark == 21
+
+        # connections.max.idle.ms: a silent connection is closed, a busy one is not
+        with RawClient(broker.bootstrap) as idle:
+            assert idle.request(18, 0, {}).error_code == 0
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline:
+                assert c.request(18, 0, {}).error_code == 0
+                time.sleep(0.2)
+            assert idle.is_closed(wait=2.0)
 
         # log.flush.interval.ms: unflushed data is fsynced within the interval
         create_topic(c, "timed", configs={"retention.ms": "-1"})
