@@ -9,6 +9,7 @@ the records are all still there.
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -112,6 +113,13 @@ def test_record_errors_per_partition(broker: Broker) -> None:
                                 {"index": 0, "records": good}]}]})
     assert resp.responses[0].partition_responses[0].error_code == Errors.INVALID_REQUIRED_ACKS
     assert code(good, partition=7) == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    create_topic(c, "strict", configs={"segment.bytes": "1500",
+                                       "message.timestamp.before.max.ms": "60000"})
+    assert code(build_simple_batch([b"x" * 2000]), topic="strict") == \
+        Errors.RECORD_LIST_TOO_LARGE
+    an_hour_ago = int(time.time() * 1000) - 3_600_000
+    assert code(build_simple_batch([b"old"], timestamp=an_hour_ago), topic="strict") == \
+        Errors.INVALID_TIMESTAMP
     create_topic(c, "compacted", configs={"cleanup.policy": "compact"})
     assert code(good, topic="compacted") == Errors.INVALID_RECORD  # records need keys there
     assert code(build_simple_batch([(b"key", b"v")]), topic="compacted") == 0
