@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from broker_checks import earliest_offset, eventually
 from rawclient import RawClient, create_topic, fetch, produce
 from support import BrookProcess, free_port
 
@@ -22,13 +23,6 @@ def _metadata(c: RawClient, *topics: str, create: bool = True) -> Any:
                              "include_topic_authorized_operations": False})
 
 
-def _earliest(c: RawClient, topic: str) -> int:
-    resp = c.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
-        {"name": topic, "partitions": [{"partition_index": 0, "current_leader_epoch": -1,
-                                        "timestamp": -2}]}]})
-    return resp.topics[0].partitions[0].offset
-
-
 def _recovery_points(data: Path) -> dict[tuple[str, int], int]:
     lines = (data / "recovery-point-offset-checkpoint").read_text().splitlines()
     points = {}
@@ -36,15 +30,6 @@ def _recovery_points(data: Path) -> dict[tuple[str, int], int]:
         topic, partition, offset = line.split()
         points[(topic, int(partition))] = int(offset)
     return points
-
-
-def _eventually(predicate: Any, timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def _send(c: RawClient, topic: str, value: bytes, timestamp: int | None = None) -> int:
@@ -84,9 +69,9 @@ def test_identity_layout_rolls_retention_bytes_and_flush_messages(tmp_path: Path
         sizes = [p.stat().st_size for p in sorted((data / "sized-0").glob("*.log"))]
         assert len(sizes) >= 3 and all(0 < s <= 2000 for s in sizes[:-1])
         # log.retention.bytes: whole old segments go and the log start offset moves
-        assert _eventually(lambda: _earliest(c, "sized") > 0)
+        assert eventually(lambda: earliest_offset(c, "sized") > 0)
         remaining = sum(p.stat().st_size for p in (data / "sized-0").glob("*.log"))
-        assert remaining >= 4000 - 2000 and _earliest(c, "sized") < 20
+        assert remaining >= 4000 - 2000 and earliest_offset(c, "sized") < 20
 
         # log.roll.ms: a batch more than a second younger than the segment's first one rolls
         create_topic(c, "rolled")
@@ -99,7 +84,7 @@ def test_identity_layout_rolls_retention_bytes_and_flush_messages(tmp_path: Path
         create_topic(c, "flushed")
         for i in range(12):
             assert _send(c, "flushed", b"%d" % i) == 0
-        assert _eventually(lambda: _recovery_points(data).get(("flushed", 0)) == 10)
+        assert eventually(lambda: _recovery_points(data).get(("flushed", 0)) == 10)
         time.sleep(0.5)
         assert _recovery_points(data)[("flushed", 0)] == 10  # 11 and 12 wait for the next 5
 
@@ -138,7 +123,7 @@ def test_replication_factor_auto_create_retention_flush_ms_sizes_and_idle_connec
         old = int(time.time() * 1000) - 60_000
         for i in range(3):
             assert _send(c, "aging", b"old%d" % i, timestamp=old) == 0
-        assert _eventually(lambda: _earliest(c, "aging") == 3)
+        assert eventually(lambda: earliest_offset(c, "aging") == 3)
 
         # message.max.bytes: the broker-wide limit on a batch
         create_topic(c, "sizes", configs={"retention.ms": "-1"})
@@ -164,4 +149,4 @@ def test_replication_factor_auto_create_retention_flush_ms_sizes_and_idle_connec
         create_topic(c, "timed", configs={"retention.ms": "-1"})
         for i in range(3):
             assert _send(c, "timed", b"%d" % i) == 0
-        assert _eventually(lambda: _recovery_points(data).get(("timed", 0)) == 3, timeout=5)
+        assert eventually(lambda: _recovery_points(data).get(("timed", 0)) == 3, timeout=5)
