@@ -311,14 +311,25 @@ def decode_records_into(
                 ts_delta = (b >> 1) ^ -(b & 1)
                 pos += 1
             else:
-                ts_delta, pos = _varint(data, pos)
+                c = data[pos + 1]
+                if c < 0x80:
+                    raw = (b & 0x7F) | (c << 7)
+                    ts_delta = (raw >> 1) ^ -(raw & 1)
+                    pos += 2
+                else:
+                    ts_delta, pos = _varint(data, pos)
             b = data[pos]
             if b < 0x80:
-                offset = base_offset + ((b >> 1) ^ -(b & 1))
+                offset = base_offset + (b >> 1)  # offset deltas are never negative
                 pos += 1
             else:
-                delta, pos = _varint(data, pos)
-                offset = base_offset + delta
+                c = data[pos + 1]
+                if c < 0x80:
+                    offset = base_offset + (((b & 0x7F) | (c << 7)) >> 1)
+                    pos += 2
+                else:
+                    delta, pos = _varint(data, pos)
+                    offset = base_offset + delta
             if offset < min_offset:
                 pos = record_end
                 continue

@@ -473,8 +473,10 @@ class Fetcher:
 
     async def close(self, timeout: float) -> None:
         """Close every open fetch session on its broker (epoch -1), waiting at most
-        ``timeout`` seconds for the answers."""
+        ``timeout`` seconds for the answers. Where a long-polling fetch is still in flight the
+        close request goes out unanswered-for: waiting would mean waiting out the poll."""
         futures = []
+        unwaited = []
         for node, handler in self._sessions.items():
             request = handler.close()
             conn = self._network.connection_for(node)
@@ -488,12 +490,13 @@ class Fetcher:
             version = top if ids else min(top, FETCH_MAX_VERSION_NAMES)
             body = encode_fetch_request(version, request, self._settings)
             try:
-                futures.append(conn.submit(ApiKey.FETCH, version, body))
+                future = conn.submit(ApiKey.FETCH, version, body)
             except NetworkError:
                 continue
+            (unwaited if node in self._in_flight else futures).append(future)
         if futures and timeout > 0:
             await asyncio.wait(futures, timeout=timeout)
-        for future in futures:
+        for future in futures + unwaited:
             if future.done() and not future.cancelled():
                 future.exception()
             else:
