@@ -106,15 +106,20 @@ class PartitionRecords:
             start = self._pending_at
             stop = min(len(pending), start + max_records - len(out))
             chunk = pending[start:stop] if start or stop < len(pending) else pending
+            short = False
             if self._key_deserializer is not None or self._value_deserializer is not None:
+                wanted = stop - start
                 chunk = self._deserialize(chunk, out)
                 stop = start + len(chunk)
+                short = len(chunk) < wanted
             out.extend(chunk)
             self._pending_at = stop
             if stop >= len(pending):
                 self.next_offset = max(self.next_offset, self._pending_next)
             elif chunk:
                 self.next_offset = chunk[-1][2] + 1
+            if short:
+                break  # a record that does not deserialize: the next take raises for it
         return out
 
     def _deserialize(
