@@ -34,7 +34,8 @@ class FakeCluster:
     partition with an error (and a leader hint) instead.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, topic_id: uuid.UUID | None = TOPIC_ID) -> None:
+        self.topic_id = topic_id
         self.ports: dict[int, int] = {}
         self.leaders = {0: 1, 1: 1}
         self.epochs = {0: 5, 1: 5}
@@ -44,6 +45,7 @@ class FakeCluster:
         self.sessions: dict[int, tuple[int, int, dict[int, int]]] = {}  # node -> id, epoch, parts
         self.forget_sessions = False
         self.fetches: list[tuple[int, Any]] = []  # (node, decoded request)
+        self.versions: list[int] = []
         self.metadata_requests = 0
 
     def node_of(self, broker: ScriptedBroker) -> int:
@@ -60,7 +62,7 @@ class FakeCluster:
         topic = {
             "error_code": 0,
             "name": "t",
-            "topic_id": TOPIC_ID,
+            "topic_id": self.topic_id,
             "is_internal": False,
             "partitions": [
                 {
@@ -83,6 +85,7 @@ class FakeCluster:
         node = self.node_of(broker)
         request = req.decode()
         self.fetches.append((node, request))
+        self.versions.append(req.version)
         sid, epoch = request.session_id, request.session_epoch
         session = self.sessions.get(node)
         wanted = {p.partition: p.fetch_offset for t in request.topics for p in t.partitions}
@@ -138,7 +141,7 @@ class FakeCluster:
             "throttle_time": 0,
             "error_code": 0,
             "session_id": new_id,
-            "responses": [{"topic": "t", "topic_id": TOPIC_ID, "partitions": partitions}],
+            "responses": [{"topic": "t", "topic_id": self.topic_id, "partitions": partitions}],
             "node_endpoints": endpoints,
         }
 
@@ -349,6 +352,38 @@ def test_other_retriable_partition_errors_request_metadata(code: int) -> None:
             del cluster.errors[(1, 0)]
             got = await poll_until(consumer, 3)
             assert [r.offset for r in got][:3] == [0, 1, 2]
+        await b1.__aexit__(None, None, None)
+        await b2.__aexit__(None, None, None)
+
+    run(main())
+
+
+def test_without_topic_ids_the_fetch_falls_back_to_v12_and_names() -> None:
+    async def main() -> None:
+        cluster = FakeCluster(topic_id=None)
+        b1, b2 = await two_brokers(cluster)
+        async with consumer_for(b1) as consumer:
+            await consumer.assign([T0])
+            await consumer.seek(T0, 0)
+            got = await poll_until(consumer, 6)
+            assert [r.offset for r in got][:6] == list(range(6))
+            assert set(cluster.versions) == {12}
+            assert all(t.topic == "t" for _, req in cluster.fetches for t in req.topics)
+        await b1.__aexit__(None, None, None)
+        await b2.__aexit__(None, None, None)
+
+    run(main())
+
+
+def test_with_topic_ids_the_newest_shared_version_is_used() -> None:
+    async def main() -> None:
+        cluster = FakeCluster()
+        b1, b2 = await two_brokers(cluster)
+        async with consumer_for(b1) as consumer:
+            await consumer.assign([T0])
+            await consumer.seek(T0, 0)
+            await poll_until(consumer, 3)
+            assert set(cluster.versions) == {16}
         await b1.__aexit__(None, None, None)
         await b2.__aexit__(None, None, None)
 
