@@ -276,3 +276,19 @@ def test_an_unreachable_bootstrap_names_the_address_and_the_reason() -> None:
         port = s.getsockname()[1]
     with pytest.raises(NetworkError, match=f"127.0.0.1:{port} failed: .*Connection refused"):
         Consumer({"bootstrap.servers": f"127.0.0.1:{port}"})
+
+
+def test_a_first_batch_larger_than_the_fetch_limits_still_arrives(
+    bootstrap: str, admin: Admin, unique_topic: str
+) -> None:
+    topic = new_topic(admin, unique_topic)
+    values = [b"%02d" % i + b"x" * 5000 for i in range(20)]
+    produce(bootstrap, topic, [(None, v) for v in values])  # one ~100 KB batch
+    config = {
+        "auto.offset.reset": "earliest",
+        "max.partition.fetch.bytes": 1000,
+        "fetch.max.bytes": 1000,
+    }
+    with consumer_for(bootstrap, **config) as consumer:
+        consumer.assign([(topic, 0)])
+        assert [r.value for r in consume(consumer, 20)] == values  # KIP-74
