@@ -276,8 +276,13 @@ def decode_records_into(
     leader_epoch: int,
     min_offset: int = 0,
     log_append_time: int | None = None,
+    start: int = 0,
+    end: int | None = None,
 ) -> None:
     """Append the records of one batch's (decompressed) record data to ``out``.
+
+    The records are ``data[start:end]`` (all of ``data`` by default): an uncompressed batch
+    is decoded where it lies in the fetched bytes, without copying it out first.
 
     Each record is ``record_type`` (a tuple subclass) made from the tuple ``(topic, partition,
     offset, timestamp, timestamp_type, key, value, headers, leader_epoch, key_size,
@@ -286,8 +291,9 @@ def decode_records_into(
     batch's maxTimestamp under LogAppendTime). Raises CorruptBatch for malformed data.
     """
     append = out.append
-    end = len(data)
-    pos = 0
+    if end is None:
+        end = len(data)
+    pos = start
     try:
         for _ in range(count):
             b = data[pos]

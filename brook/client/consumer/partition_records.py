@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from brook.protocol.batch import (
+    CODEC_MASK,
     CONTROL_BIT,
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -170,11 +171,15 @@ class PartitionRecords:
             # none can be part of a cycle: decoding runs with it paused (about 1.4x faster).
             gc_was_enabled = gc.isenabled()
             gc.disable()
+            if header.attributes & CODEC_MASK:
+                payload, first, last = batch_payload(data, pos, header), 0, None
+            else:
+                payload, first, last = data, pos + HEADER_SIZE, pos + size
             try:
                 decode_records_into(
                     records,
                     ConsumerRecord,
-                    batch_payload(data, pos, header),
+                    payload,
                     header.records_count,
                     base_offset=header.base_offset,
                     base_timestamp=header.base_timestamp,
@@ -186,6 +191,8 @@ class PartitionRecords:
                     log_append_time=(
                         header.max_timestamp if header.attributes & TIMESTAMP_TYPE_BIT else None
                     ),
+                    start=first,
+                    end=last,
                 )
             except CorruptBatch as exc:
                 raise self._corrupt(header.base_offset, str(exc)) from None
