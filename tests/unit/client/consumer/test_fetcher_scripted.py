@@ -57,6 +57,27 @@ class FakeCluster:
             broker.respond(req, self.metadata())
         elif req.api_key == ApiKey.FETCH:
             self.fetch(broker, req)
+        elif req.api_key == ApiKey.LIST_OFFSETS:
+            self.list_offsets(broker, req)
+
+    def list_offsets(self, broker: ScriptedBroker, req: Request) -> None:
+        topics = [
+            {
+                "name": t.name,
+                "partitions": [
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": 0,
+                        "timestamp": -1,
+                        "offset": 0 if p.timestamp == -2 else self.end,
+                        "leader_epoch": self.epochs[p.partition_index],
+                    }
+                    for p in t.partitions
+                ],
+            }
+            for t in req.decode().topics
+        ]
+        broker.respond(req, {"throttle_time": 0, "topics": topics})
 
     def metadata(self) -> dict[str, Any]:
         topic = {
