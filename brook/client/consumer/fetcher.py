@@ -149,18 +149,11 @@ class Fetcher:
     def buffered_partitions(self) -> set[TopicPartition]:
         return {pr.tp for pr in self._buffer if not pr.consumed}
 
-    def has_buffered(self) -> bool:
-        return any(not pr.consumed for pr in self._buffer)
-
-    def clear_buffer(self, tps: set[TopicPartition] | None = None) -> None:
-        """Drop buffered records (of ``tps``, or all)."""
-        keep: deque[PartitionRecords] = deque()
+    def clear_buffer(self) -> None:
+        """Drop every buffered record (the assignment changed)."""
         for pr in self._buffer:
-            if tps is None or pr.tp in tps:
-                pr.drain()
-            else:
-                keep.append(pr)
-        self._buffer = keep
+            pr.drain()
+        self._buffer.clear()
 
     def _event(self) -> asyncio.Event:
         if self._wake is None:
