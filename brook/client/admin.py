@@ -42,7 +42,7 @@ from .admin_types import (
 from .cluster import BrokerNode, TopicPartition
 from .config import parse_admin_config
 from .connection import NetworkError, RequestTimeoutError, UnsupportedVersionError
-from .list_offsets import ISOLATION_LEVELS, group_by_leader, list_offsets_on
+from .list_offsets import ISOLATION_LEVELS, list_offsets
 from .network import NetworkClient, backoff_ms
 
 __all__ = [
@@ -526,29 +526,12 @@ class AsyncAdmin:
         async def attempt(pending: dict[TopicPartition, int], deadline: float) -> Outcome:
             topics = sorted({tp.topic for tp in pending})
             await self._network.fetch_metadata(topics, allow_auto_topic_creation=False)
-            by_leader, errors = group_by_leader(self._network.cluster, pending)
-            out: Outcome = dict(errors)
-            answers = await asyncio.gather(
-                *(
-                    list_offsets_on(
-                        self._network,
-                        leader,
-                        {tp: pending[tp] for tp in tps},
-                        isolation_level=level,
-                        timeout_ms=self._op_timeout(deadline),
-                    )
-                    for leader, tps in by_leader.items()
-                ),
-                return_exceptions=True,
+            return await list_offsets(
+                self._network,
+                pending,
+                isolation_level=level,
+                timeout_ms=self._op_timeout(deadline),
             )
-            for tps, answer in zip(by_leader.values(), answers, strict=True):
-                if isinstance(answer, KafkaError):
-                    out.update(dict.fromkeys(tps, answer))
-                elif isinstance(answer, BaseException):
-                    raise answer
-                else:
-                    out.update(answer)
-            return out
 
         return await self._per_item(wanted, attempt, deadline, _retry_offsets)
 

@@ -3,6 +3,7 @@ request per leader, per-partition results or errors. Retrying is left to the cal
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -13,7 +14,13 @@ from .admin_types import SPEC_MIN_VERSION, ListedOffset
 from .cluster import ClusterMetadata, TopicPartition
 from .network import NetworkClient
 
-__all__ = ["ISOLATION_LEVELS", "describe_partition", "group_by_leader", "list_offsets_on"]
+__all__ = [
+    "ISOLATION_LEVELS",
+    "describe_partition",
+    "group_by_leader",
+    "list_offsets",
+    "list_offsets_on",
+]
 
 ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
 
@@ -91,4 +98,44 @@ async def list_offsets_on(
                 Errors.UNKNOWN_TOPIC_OR_PARTITION,
                 f"{describe_partition(tp)}: missing from the ListOffsets response",
             )
+    return out
+
+
+async def list_offsets(
+    network: NetworkClient,
+    specs: Mapping[TopicPartition, int],
+    *,
+    isolation_level: int = 0,
+    timeout_ms: int = 30000,
+    leader_epochs: bool = False,
+) -> Outcome:
+    """One attempt for every partition of ``specs``: a request per leader (concurrently), from
+    the cached metadata. A partition without a leader, or whose request failed, gets its
+    KafkaError; ``leader_epochs`` sends the cached leader epochs for fencing."""
+    cluster = network.cluster
+    by_leader, errors = group_by_leader(cluster, specs)
+    out: Outcome = dict(errors)
+    answers = await asyncio.gather(
+        *(
+            list_offsets_on(
+                network,
+                leader,
+                {tp: specs[tp] for tp in tps},
+                isolation_level=isolation_level,
+                timeout_ms=timeout_ms,
+                leader_epochs={tp: cluster.leader_epoch(tp) for tp in tps}
+                if leader_epochs
+                else None,
+            )
+            for leader, tps in by_leader.items()
+        ),
+        return_exceptions=True,
+    )
+    for tps, answer in zip(by_leader.values(), answers, strict=True):
+        if isinstance(answer, KafkaError):
+            out.update(dict.fromkeys(tps, answer))
+        elif isinstance(answer, BaseException):
+            raise answer
+        else:
+            out.update(answer)
     return out

@@ -13,7 +13,7 @@ from brook.protocol.errors import Errors, KafkaError
 
 from ..admin_types import ListedOffset
 from ..cluster import TopicPartition
-from ..list_offsets import ISOLATION_LEVELS, group_by_leader, list_offsets_on
+from ..list_offsets import ISOLATION_LEVELS, list_offsets
 from ..network import NetworkClient, backoff_ms
 from .subscription import SubscriptionState
 
@@ -56,32 +56,13 @@ class OffsetLookup:
     ) -> dict[TopicPartition, ListedOffset | KafkaError]:
         """One attempt: a request per leader, every partition's result or error."""
         await self._ensure_metadata(tp.topic for tp in specs)
-        cluster = self._network.cluster
-        by_leader, errors = group_by_leader(cluster, specs)
-        out: dict[TopicPartition, ListedOffset | KafkaError] = dict(errors)
-        timeout = int(self._config["request.timeout.ms"])
-        answers = await asyncio.gather(
-            *(
-                list_offsets_on(
-                    self._network,
-                    leader,
-                    {tp: specs[tp] for tp in tps},
-                    isolation_level=self._level,
-                    timeout_ms=timeout,
-                    leader_epochs={tp: cluster.leader_epoch(tp) for tp in tps},
-                )
-                for leader, tps in by_leader.items()
-            ),
-            return_exceptions=True,
+        return await list_offsets(
+            self._network,
+            specs,
+            isolation_level=self._level,
+            timeout_ms=int(self._config["request.timeout.ms"]),
+            leader_epochs=True,
         )
-        for tps, answer in zip(by_leader.values(), answers, strict=True):
-            if isinstance(answer, KafkaError):
-                out.update(dict.fromkeys(tps, answer))
-            elif isinstance(answer, BaseException):
-                raise answer
-            else:
-                out.update(answer)
-        return out
 
     # -- blocking lookups ------------------------------------------------------------------
 

@@ -4,8 +4,9 @@ rounds and their error reactions, partition errors, and KIP-951 leader hints on 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 import pytest
@@ -194,14 +195,31 @@ def consumer_for(broker: ScriptedBroker, **extra: Any) -> AsyncConsumer:
     return AsyncConsumer({"bootstrap.servers": broker.address, "retry.backoff.ms": 20, **extra})
 
 
+@contextlib.asynccontextmanager
+async def scripted(cluster: FakeCluster, **config: Any) -> AsyncIterator[AsyncConsumer]:
+    """Two scripted brokers for ``cluster`` and a started consumer bootstrapped from node 1."""
+    b1, b2 = await two_brokers(cluster)
+    try:
+        async with consumer_for(b1, **config) as consumer:
+            yield consumer
+    finally:
+        await b1.__aexit__(None, None, None)
+        await b2.__aexit__(None, None, None)
+
+
+async def reading(consumer: AsyncConsumer, **positions: int) -> None:
+    """Assign partitions of "t" by name (p0=, p1=) and seek each to its position."""
+    tps = {TopicPartition("t", int(k[1:])): v for k, v in positions.items()}
+    await consumer.assign(list(tps))
+    for tp, offset in tps.items():
+        await consumer.seek(tp, offset)
+
+
 def test_fetches_become_incremental_and_records_arrive_in_order() -> None:
     async def main() -> None:
         cluster = FakeCluster()
-        b1, b2 = await two_brokers(cluster)
-        async with consumer_for(b1) as consumer:
-            await consumer.assign([T0, T1])
-            await consumer.seek(T0, 10)
-            await consumer.seek(T1, 20)
+        async with scripted(cluster) as consumer:
+            await reading(consumer, p0=10, p1=20)
             records = await poll_until(consumer, 24)
             by_tp: dict[int, list[int]] = {0: [], 1: []}
             for r in records:
@@ -218,8 +236,6 @@ def test_fetches_become_incremental_and_records_arrive_in_order() -> None:
             stats = consumer.fetcher.stats
             assert stats.full_requests == 1 and stats.incremental_requests >= 2
             assert consumer.fetcher.session(1).session_id == 78
-        await b1.__aexit__(None, None, None)
-        await b2.__aexit__(None, None, None)
 
     run(main())
 
@@ -227,10 +243,8 @@ def test_fetches_become_incremental_and_records_arrive_in_order() -> None:
 def test_a_lost_session_restarts_with_a_full_fetch_without_gaps_or_duplicates() -> None:
     async def main() -> None:
         cluster = FakeCluster()
-        b1, b2 = await two_brokers(cluster)
-        async with consumer_for(b1) as consumer:
-            await consumer.assign([T0])
-            await consumer.seek(T0, 0)
+        async with scripted(cluster) as consumer:
+            await reading(consumer, p0=0)
             got = await poll_until(consumer, 6)
             cluster.forget_sessions = True  # the broker restarted: session 78 is gone
             got += await poll_until(consumer, 6)
@@ -243,8 +257,6 @@ def test_a_lost_session_restarts_with_a_full_fetch_without_gaps_or_duplicates() 
             i = epochs.index((0, 0), 1)
             assert epochs[i - 1][1] > 0
             assert consumer.fetcher.stats.session_errors >= 1
-        await b1.__aexit__(None, None, None)
-        await b2.__aexit__(None, None, None)
 
     run(main())
 
@@ -252,18 +264,13 @@ def test_a_lost_session_restarts_with_a_full_fetch_without_gaps_or_duplicates() 
 def test_sessions_off_sends_sessionless_full_fetches() -> None:
     async def main() -> None:
         cluster = FakeCluster()
-        b1, b2 = await two_brokers(cluster)
-        async with consumer_for(b1, **{"brook.fetch.sessions.enable": False}) as consumer:
-            await consumer.assign([T0, T1])
-            await consumer.seek(T0, 0)
-            await consumer.seek(T1, 0)
+        async with scripted(cluster, **{"brook.fetch.sessions.enable": False}) as consumer:
+            await reading(consumer, p0=0, p1=0)
             await poll_until(consumer, 9)
             assert {(r.session_id, r.session_epoch) for _, r in cluster.fetches} == {(0, -1)}
             stats = consumer.fetcher.stats
             assert stats.sessionless_requests >= len(cluster.fetches) >= 2
             assert stats.full_requests == stats.incremental_requests == 0
-        await b1.__aexit__(None, None, None)
-        await b2.__aexit__(None, None, None)
 
     run(main())
 
@@ -272,15 +279,11 @@ def test_out_of_range_resets_by_policy_or_raises_with_none() -> None:
     async def main() -> None:
         cluster = FakeCluster()
         cluster.errors[(1, 0)] = (Errors.OFFSET_OUT_OF_RANGE, None)
-        b1, b2 = await two_brokers(cluster)
-        async with consumer_for(b1, **{"auto.offset.reset": "none"}) as consumer:
-            await consumer.assign([T0])
-            await consumer.seek(T0, 4000)
+        async with scripted(cluster, **{"auto.offset.reset": "none"}) as consumer:
+            await reading(consumer, p0=4000)
             with pytest.raises(OffsetOutOfRangeError, match="t-0 at offset 4000") as info:
                 await poll_until(consumer, 1)
             assert info.value.offsets == {T0: 4000}
-        await b1.__aexit__(None, None, None)
-        await b2.__aexit__(None, None, None)
 
     run(main())
 
@@ -288,10 +291,8 @@ def test_out_of_range_resets_by_policy_or_raises_with_none() -> None:
 def test_a_leader_hint_sends_the_next_fetch_to_the_new_leader_at_once() -> None:
     async def main() -> None:
         cluster = FakeCluster()
-        b1, b2 = await two_brokers(cluster)
-        async with consumer_for(b1, **{"metadata.max.age.ms": 600000}) as consumer:
-            await consumer.assign([T0])
-            await consumer.seek(T0, 0)
+        async with scripted(cluster, **{"metadata.max.age.ms": 600000}) as consumer:
+            await reading(consumer, p0=0)
             await poll_until(consumer, 3)
             # Leadership moves to node 2; node 1 answers with the hint, metadata lags behind.
             cluster.errors[(1, 0)] = (Errors.NOT_LEADER_OR_FOLLOWER, (2, 6))
@@ -305,8 +306,6 @@ def test_a_leader_hint_sends_the_next_fetch_to_the_new_leader_at_once() -> None:
             assert cluster.metadata_requests >= 2  # metadata is still refreshed
             v = cluster.fetches[-1][1]
             assert v.topics[0].partitions[0].current_leader_epoch == 6
-        await b1.__aexit__(None, None, None)
-        await b2.__aexit__(None, None, None)
 
     run(main())
 
@@ -314,18 +313,14 @@ def test_a_leader_hint_sends_the_next_fetch_to_the_new_leader_at_once() -> None:
 def test_a_stale_leader_hint_is_ignored() -> None:
     async def main() -> None:
         cluster = FakeCluster()
-        b1, b2 = await two_brokers(cluster)
-        async with consumer_for(b1) as consumer:
-            await consumer.assign([T0])
-            await consumer.seek(T0, 0)
+        async with scripted(cluster) as consumer:
+            await reading(consumer, p0=0)
             await poll_until(consumer, 3)
             cluster.errors[(1, 0)] = (Errors.NOT_LEADER_OR_FOLLOWER, (2, 5))  # epoch not newer
             await consumer.poll(300)
             assert consumer.network.cluster.leader_for(T0) == 1
             assert consumer.fetcher.stats.leader_hints_applied == 0
             assert all(n == 1 for n, _ in cluster.fetches)
-        await b1.__aexit__(None, None, None)
-        await b2.__aexit__(None, None, None)
 
     run(main())
 
@@ -333,11 +328,9 @@ def test_a_stale_leader_hint_is_ignored() -> None:
 def test_with_leader_discovery_off_the_fetch_waits_for_metadata() -> None:
     async def main() -> None:
         cluster = FakeCluster()
-        b1, b2 = await two_brokers(cluster)
         config = {"brook.leader.discovery.enable": False}
-        async with consumer_for(b1, **config) as consumer:
-            await consumer.assign([T0])
-            await consumer.seek(T0, 0)
+        async with scripted(cluster, **config) as consumer:
+            await reading(consumer, p0=0)
             await poll_until(consumer, 3)
             cluster.errors[(1, 0)] = (Errors.NOT_LEADER_OR_FOLLOWER, (2, 6))
             await consumer.poll(300)
@@ -350,8 +343,6 @@ def test_with_leader_discovery_off_the_fetch_waits_for_metadata() -> None:
             got = await poll_until(consumer, 3)
             assert [r.offset for r in got][:3] == [3, 4, 5]
             assert cluster.fetches[-1][0] == 2
-        await b1.__aexit__(None, None, None)
-        await b2.__aexit__(None, None, None)
 
     run(main())
 
@@ -362,10 +353,8 @@ def test_with_leader_discovery_off_the_fetch_waits_for_metadata() -> None:
 def test_other_retriable_partition_errors_request_metadata(code: int) -> None:
     async def main() -> None:
         cluster = FakeCluster()
-        b1, b2 = await two_brokers(cluster)
-        async with consumer_for(b1) as consumer:
-            await consumer.assign([T0])
-            await consumer.seek(T0, 0)
+        async with scripted(cluster) as consumer:
+            await reading(consumer, p0=0)
             before = cluster.metadata_requests
             cluster.errors[(1, 0)] = (code, None)
             await consumer.poll(300)
@@ -373,8 +362,6 @@ def test_other_retriable_partition_errors_request_metadata(code: int) -> None:
             del cluster.errors[(1, 0)]
             got = await poll_until(consumer, 3)
             assert [r.offset for r in got][:3] == [0, 1, 2]
-        await b1.__aexit__(None, None, None)
-        await b2.__aexit__(None, None, None)
 
     run(main())
 
@@ -382,16 +369,12 @@ def test_other_retriable_partition_errors_request_metadata(code: int) -> None:
 def test_without_topic_ids_the_fetch_falls_back_to_v12_and_names() -> None:
     async def main() -> None:
         cluster = FakeCluster(topic_id=None)
-        b1, b2 = await two_brokers(cluster)
-        async with consumer_for(b1) as consumer:
-            await consumer.assign([T0])
-            await consumer.seek(T0, 0)
+        async with scripted(cluster) as consumer:
+            await reading(consumer, p0=0)
             got = await poll_until(consumer, 6)
             assert [r.offset for r in got][:6] == list(range(6))
             assert set(cluster.versions) == {12}
             assert all(t.topic == "t" for _, req in cluster.fetches for t in req.topics)
-        await b1.__aexit__(None, None, None)
-        await b2.__aexit__(None, None, None)
 
     run(main())
 
@@ -399,13 +382,9 @@ def test_without_topic_ids_the_fetch_falls_back_to_v12_and_names() -> None:
 def test_with_topic_ids_the_newest_shared_version_is_used() -> None:
     async def main() -> None:
         cluster = FakeCluster()
-        b1, b2 = await two_brokers(cluster)
-        async with consumer_for(b1) as consumer:
-            await consumer.assign([T0])
-            await consumer.seek(T0, 0)
+        async with scripted(cluster) as consumer:
+            await reading(consumer, p0=0)
             await poll_until(consumer, 3)
             assert set(cluster.versions) == {16}
-        await b1.__aexit__(None, None, None)
-        await b2.__aexit__(None, None, None)
 
     run(main())
