@@ -130,7 +130,7 @@ class Fetcher:
         self._buffer: deque[PartitionRecords] = deque()
         self._errors: list[BaseException] = []
         self._out_of_range: dict[TopicPartition, int] = {}
-        self._connecting: set[int] = set()
+        self._connecting: dict[int, asyncio.Task[None]] = {}
         self._wake: asyncio.Event | None = None
         self.blocked = False  # the last round left partitions out for want of leader or link
         # Partitions read as fixed ranges: out of range is data loss, whatever the policy.
@@ -269,7 +269,6 @@ class Fetcher:
     def _connect(self, node: int) -> None:
         if node in self._connecting:
             return
-        self._connecting.add(node)
 
         async def connect() -> None:
             try:
@@ -278,10 +277,10 @@ class Fetcher:
                 log.debug("fetcher: cannot connect to node %s: %s", node, exc)
                 self._network.cluster.request_update()
             finally:
-                self._connecting.discard(node)
+                self._connecting.pop(node, None)
                 self.wake()
 
-        asyncio.get_running_loop().create_task(connect())
+        self._connecting[node] = asyncio.get_running_loop().create_task(connect())
 
     # -- receiving -------------------------------------------------------------------------
 
@@ -436,6 +435,12 @@ class Fetcher:
                     continue
                 try:
                     records = pr.take(max_records - len(out))
+                except Exception:
+                    if not out:
+                        raise
+                    # Hand out what was taken; the same error comes back on the next poll,
+                    # since the position stays at the bad batch or record.
+                    break
                 finally:
                     subscriptions.advance(pr.tp, pr.next_offset, pr.epoch)
                     if not pr.consumed:
@@ -468,6 +473,8 @@ class Fetcher:
         """Close every open fetch session on its broker (epoch -1), waiting at most
         ``timeout`` seconds for the answers. Where a long-polling fetch is still in flight the
         close request goes out unanswered-for: waiting would mean waiting out the poll."""
+        for task in list(self._connecting.values()):
+            task.cancel()
         futures = []
         unwaited = []
         for node, handler in self._sessions.items():

@@ -15,7 +15,7 @@ from scripted_broker import DEFAULT_RANGES, Request, ScriptedBroker, metadata_re
 from brook.client.cluster import TopicPartition
 from brook.client.consumer import AsyncConsumer, OffsetOutOfRangeError
 from brook.protocol.api import ApiKey
-from brook.protocol.errors import Errors
+from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.records import build_simple_batch
 
 TOPIC_ID = uuid.UUID(int=0xB0)
@@ -45,6 +45,7 @@ class FakeCluster:
         self.errors: dict[tuple[int, int], tuple[int, tuple[int, int] | None]] = {}
         self.sessions: dict[int, tuple[int, int, dict[int, int]]] = {}  # node -> id, epoch, parts
         self.forget_sessions = False
+        self.corrupt: set[int] = set()  # partitions whose batches arrive with a bad CRC
         self.fetches: list[tuple[int, Any]] = []  # (node, decoded request)
         self.versions: list[int] = []
         self.metadata_requests = 0
@@ -144,6 +145,8 @@ class FakeCluster:
                 count = min(self.per_fetch, self.end - offset)
                 records = build_simple_batch([b"%d" % (offset + i) for i in range(count)],
                                              base_offset=offset)  # fmt: skip
+                if index in self.corrupt:
+                    records = records[:-1] + bytes([records[-1] ^ 0xFF])
             part = {
                 "partition_index": index,
                 "error_code": code,
@@ -386,5 +389,21 @@ def test_with_topic_ids_the_newest_shared_version_is_used() -> None:
             await reading(consumer, p0=0)
             await poll_until(consumer, 3)
             assert set(cluster.versions) == {16}
+
+    run(main())
+
+
+def test_a_corrupt_batch_fails_the_poll_after_the_good_records_were_handed_out() -> None:
+    async def main() -> None:
+        cluster = FakeCluster()
+        cluster.corrupt.add(1)
+        async with scripted(cluster) as consumer:
+            await reading(consumer, p0=0, p1=0)
+            got = await consumer.poll(2000)
+            assert [(r.partition, r.offset) for r in got] == [(0, 0), (0, 1), (0, 2)]
+            with pytest.raises(KafkaError, match="offset 0 of t-1 is corrupt") as info:
+                await consumer.poll(2000)
+            assert info.value.code == Errors.CORRUPT_MESSAGE
+            assert await consumer.position(T1) == 0 and await consumer.position(T0) >= 3
 
     run(main())
