@@ -20,7 +20,7 @@ without group.id.
 
 Reading fixed offset ranges (the Spark source): one consumer per task, then
 
-    async with AsyncConsumer({"bootstrap.servers": servers, "fetch.max.bytes": ...}) as c:
+    async with AsyncConsumer({"bootstrap.servers": servers}) as c:
         async for records in c.read_range(("events", 3), start, end):
             columns = list(zip(*records))  # topic, partition, offset, timestamp, ... columns
 
