@@ -12,6 +12,7 @@ with ``--group`` it subscribes as a member of that group and commits its offsets
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import sys
 import time
@@ -195,7 +196,7 @@ def start(consumer: Consumer, a: argparse.Namespace, grouped: bool, state: _Stat
         if a.topic is not None:
             consumer.subscribe([a.topic])
         else:
-            consumer.subscribe(pattern=a.include)
+            consumer.subscribe(re.compile(a.include))
     else:
         consumer.assign(_wait_for_partitions(consumer, a, state))
 
