@@ -12,12 +12,33 @@ from .connection import (
     RequestTimeoutError,
     UnsupportedVersionError,
 )
+from .metrics import MetricName, Metrics
 from .network import NetworkClient
+from .producer import (
+    AsyncProducer,
+    BufferExhaustedError,
+    KafkaTimeoutError,
+    Producer,
+    ProducerClosedError,
+    RecordFuture,
+    RecordMetadata,
+    RecordTooLargeError,
+)
 
 __all__ = [
     "Admin",
     "AdminError",
     "AsyncAdmin",
+    "AsyncProducer",
+    "BufferExhaustedError",
+    "KafkaTimeoutError",
+    "MetricName",
+    "Metrics",
+    "Producer",
+    "ProducerClosedError",
+    "RecordFuture",
+    "RecordMetadata",
+    "RecordTooLargeError",
     "BrokerConnection",
     "BrokerNode",
     "ClusterMetadata",
