@@ -24,7 +24,7 @@ from brook.client.partitioner import (
 )
 from brook.protocol.batch import HEADER_SIZE
 
-from .batch import CompressionRatioEstimator, ProducerBatch, record_size_upper_bound
+from .batch import CompressionRatioEstimator, ProducerBatch
 from .buffer_pool import BufferPool
 from .idempotence import IdempotenceManager
 from .record import RecordFuture
@@ -32,6 +32,8 @@ from .record import RecordFuture
 __all__ = ["ABORTED", "NeedMemory", "PartitionDeque", "ReadyCheck", "RecordAccumulator"]
 
 TopicPartition = tuple[str, int]
+# Length prefix, attributes and the two deltas of a record, generously (Java's upper bound).
+_RECORD_OVERHEAD = 21
 
 
 class _Aborted:
@@ -156,15 +158,16 @@ class RecordAccumulator:
         topic: str,
         partition: int,
         timestamp: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: bytes | None,
+        body: bytes,
+        key_size: int,
+        value_size: int,
         callback: Callable[..., Any] | None,
         cluster: ClusterMetadata,
         abort_on_new_batch: bool = False,
         reserved: int = 0,
     ) -> RecordFuture | NeedMemory | _Aborted:
-        """Append one record; ``partition`` is UNKNOWN_PARTITION for KIP-794's choice.
+        """Append one record (``body`` from :func:`encode_record_body`); ``partition`` is
+        UNKNOWN_PARTITION for KIP-794's choice.
 
         Returns the record's future, :class:`NeedMemory` (reserve and call again with
         ``reserved``), or :data:`ABORTED` when ``abort_on_new_batch`` stopped a new batch.
@@ -181,22 +184,22 @@ class RecordAccumulator:
             dq = state.deques.get(effective) or self._deque(state, effective)
             with dq.lock:
                 batches = dq.batches
-                if info is not None and bip.partition_changed(info, dq.all_full(), cluster):
-                    continue
-                if batches:
-                    last = batches[-1]
-                    was_full = last.is_full()
-                    before = last.estimated_size() if info is not None else 0
-                    future = last.try_append(timestamp, key, value, headers, callback)
+                last = batches[-1] if batches else None
+                if info is not None:
+                    all_full = last is None or last.closed or last.estimated >= last.write_limit
+                    if bip.partition_changed(info, all_full, cluster):
+                        continue
+                if last is not None and not last.closed:
+                    before = last.estimated
+                    future = last.try_append(timestamp, body, key_size, value_size, callback)
                     if future is not None:
-                        full = last.is_full()
+                        full = last.estimated >= last.write_limit
                         if info is not None:
-                            bip.update_partition_info(
-                                info, last.estimated_size() - before, cluster, full
-                            )
+                            bip.update_partition_info(info, last.estimated - before, cluster, full)
                         if reserved:
                             self.pool.deallocate(reserved)
-                        if full and not was_full:
+                        if full:
+                            # This append filled the batch: it is ready to go.
                             self.wakeup()
                         return future
             if abort_on_new_batch:
@@ -204,24 +207,25 @@ class RecordAccumulator:
                     self.pool.deallocate(reserved)
                 return ABORTED
             if not reserved:
-                size = self.new_batch_size(key, value, headers)
+                size = max(self.batch_size, HEADER_SIZE + len(body) + _RECORD_OVERHEAD)
                 if not self.pool.try_allocate(size):
                     return NeedMemory(size)
                 reserved = size
             with dq.lock:
                 batches = dq.batches
-                if info is not None and bip.partition_changed(info, dq.all_full(), cluster):
-                    continue
-                if batches:
+                last = batches[-1] if batches else None
+                if info is not None:
+                    all_full = last is None or last.closed or last.estimated >= last.write_limit
+                    if bip.partition_changed(info, all_full, cluster):
+                        continue
+                if last is not None and not last.closed:
                     # Another thread opened a batch meanwhile: use it rather than a second one.
-                    last = batches[-1]
-                    before = last.estimated_size()
-                    future = last.try_append(timestamp, key, value, headers, callback)
+                    before = last.estimated
+                    future = last.try_append(timestamp, body, key_size, value_size, callback)
                     if future is not None:
                         if info is not None:
-                            bip.update_partition_info(
-                                info, last.estimated_size() - before, cluster, last.is_full()
-                            )
+                            full = last.estimated >= last.write_limit
+                            bip.update_partition_info(info, last.estimated - before, cluster, full)
                         self.pool.deallocate(reserved)
                         return future
                 codec = self.codec
@@ -233,23 +237,14 @@ class RecordAccumulator:
                     self.estimator.estimate(topic, codec) if codec else 1.0,
                     reserved,
                 )
-                future = batch.try_append(timestamp, key, value, headers, callback)
+                future = batch.try_append(timestamp, body, key_size, value_size, callback)
                 assert future is not None
                 batches.append(batch)
                 self.incomplete.add(batch)
                 if info is not None:
-                    bip.update_partition_info(info, batch.estimated_size(), cluster, batch.is_full())
+                    bip.update_partition_info(info, batch.estimated, cluster, batch.is_full())
             self.wakeup()
             return future
-
-    def new_batch_size(self, key: bytes | None, value: bytes | None, headers: bytes | None) -> int:
-        """Memory a new batch reserves: batch.size, or more for a record larger than that."""
-        record = record_size_upper_bound(
-            -1 if key is None else len(key),
-            -1 if value is None else len(value),
-            1 if headers is None else len(headers),
-        )
-        return max(self.batch_size, HEADER_SIZE + record)
 
     # -- the sender's side (event loop thread) ---------------------------------------------
 
@@ -280,11 +275,13 @@ class RecordAccumulator:
             for partition, dq in deques.items():
                 tp = (topic, partition)
                 leader = cluster.leader_for(tp)
-                with dq.lock:
-                    batches = dq.batches
-                    queued = len(batches)
-                    batch = batches[0] if queued else None
-                    full = queued > 1 or (batch is not None and batch.is_full())
+                # No lock: only this thread removes batches from a deque's head, appends only
+                # add at its tail, so the head read here stays valid; a batch that fills just
+                # after this look wakes the sender again.
+                batches = dq.batches
+                queued = len(batches)
+                batch = batches[0] if queued else None
+                full = queued > 1 or (batch is not None and batch.is_full())
                 if collector is not None:
                     collector.add(
                         partition,

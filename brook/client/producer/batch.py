@@ -25,6 +25,7 @@ __all__ = [
     "CompressionRatioEstimator",
     "ProducerBatch",
     "encode_headers",
+    "encode_record_body",
     "record_size_upper_bound",
 ]
 
@@ -63,6 +64,22 @@ def encode_headers(headers: Headers) -> bytes:
             parts.append(_zz(len(hvalue)))
             parts.append(bytes(hvalue))
     return b"".join(parts)
+
+
+def encode_record_body(key: bytes | None, value: bytes | None, headers: bytes | None) -> bytes:
+    """A record from its key length to its end: key, value and the encoded header section
+    (None = no headers); the batch puts length, attributes and deltas in front."""
+    if key is None:
+        kpart = _NULL
+    else:
+        klen = len(key)
+        kpart = (_ZZ[klen << 1] if klen < 8192 else _zz(klen)) + key
+    if value is None:
+        return kpart + _NULL + (headers or b"\x00")
+    vlen = len(value)
+    if headers is None:
+        return b"".join((kpart, _ZZ[vlen << 1] if vlen < 8192 else _zz(vlen), value, b"\x00"))
+    return b"".join((kpart, _ZZ[vlen << 1] if vlen < 8192 else _zz(vlen), value, headers))
 
 
 def record_size_upper_bound(key_size: int, value_size: int, headers_size: int) -> int:
@@ -115,6 +132,7 @@ class ProducerBatch:
         "current_leader_epoch",
         "drained_ms",
         "estimate_factor",
+        "estimated",
         "header",
         "in_flight_node",
         "last_attempt_ms",
@@ -153,6 +171,7 @@ class ProducerBatch:
         # Java's estimatedBytesWritten: uncompressed bytes x estimated ratio x 1.05.
         self.estimate_factor = ratio_estimate * COMPRESSION_RATE_ESTIMATION_FACTOR if codec else 1.0
         self.alloc_size = alloc_size
+        self.estimated = HEADER_SIZE
         self.closed = False
         self.attempts = 0
         self.retry_backoff_ms = 0.0
@@ -178,75 +197,55 @@ class ProducerBatch:
 
     def estimated_size(self) -> int:
         """Estimated bytes on the wire, the 61-byte header included."""
-        if self.codec:
-            return HEADER_SIZE + int(len(self.buf) * self.estimate_factor)
-        return HEADER_SIZE + len(self.buf)
+        return self.estimated
 
     def is_full(self) -> bool:
         """Closed for appends, or at its size limit (Java's ProducerBatch.isFull)."""
-        return self.closed or (
-            self.count > 0 and self.write_limit <= self.estimated_size()
-        )
+        return self.closed or (self.count > 0 and self.write_limit <= self.estimated)
 
     def try_append(
         self,
         timestamp: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: bytes | None,
+        body: bytes,
+        key_size: int,
+        value_size: int,
         callback: Callable[..., Any] | None,
     ) -> RecordFuture | None:
-        """Encode one record into the batch; None (and the batch closes) when it does not fit.
+        """Append one record; None (and the batch closes) when it does not fit.
 
-        ``headers`` is the encoded header section (count first), None for no headers.
+        ``body`` is the record from its key length on (see :func:`encode_record_body`): the
+        part that does not depend on the batch, encoded once in the caller's thread.
         """
         if self.closed:
             return None
         count = self.count
-        if count == 0:
+        if count:
+            delta = timestamp - self.base_timestamp
+            ts = _ZZ[delta << 1] if 0 <= delta < 8192 else _zz(delta)
+            od = _ZZ[count << 1] if count < 8192 else _zz(count)
+        else:
             self.base_timestamp = timestamp
-        delta = timestamp - self.base_timestamp
-        ts = _ZZ[delta << 1] if 0 <= delta < 8192 else _zz(delta)
-        od = _ZZ[count << 1] if count < 8192 else _zz(count)
-        if key is None:
-            klen = 0
-            kpart = _NULL
-        else:
-            klen = len(key)
-            kpart = (_ZZ[klen << 1] if klen < 8192 else _zz(klen)) + key
-        if value is None:
-            vlen = 0
-            vpart = _NULL
-        else:
-            vlen = len(value)
-            vpart = (_ZZ[vlen << 1] if vlen < 8192 else _zz(vlen)) + value
-        hpart = b"\x00" if headers is None else headers
-        size = 1 + len(ts) + len(od) + len(kpart) + len(vpart) + len(hpart)
+            ts = od = b"\x00"
+        size = 1 + len(ts) + len(od) + len(body)
         prefix = _ZZ[size << 1] if size < 8192 else _zz(size)
         buf = self.buf
-        if count and (
-            HEADER_SIZE + int((len(buf) + size + len(prefix)) * self.estimate_factor)
-            > self.write_limit
-        ):
+        written = len(buf) + size + len(prefix)
+        estimated = HEADER_SIZE + (int(written * self.estimate_factor) if self.codec else written)
+        if count and estimated > self.write_limit:
             self.closed = True
             return None
         buf += prefix
         buf += b"\x00"
         buf += ts
         buf += od
-        buf += kpart
-        buf += vpart
-        buf += hpart
+        buf += body
+        self.estimated = estimated
         self.count = count + 1
         if timestamp > self.max_timestamp:
             self.max_timestamp = timestamp
-        record_size = size + len(prefix)
-        if record_size > self.max_record_size:
-            self.max_record_size = record_size
-        future = RecordFuture(
-            self.result, count, timestamp, -1 if key is None else klen,
-            -1 if value is None else vlen,
-        )
+        if size > self.max_record_size:
+            self.max_record_size = size
+        future = RecordFuture(self.result, count, timestamp, key_size, value_size)
         if callback is not None:
             self.result.add_callback_unlocked(future, callback, True)
         return future

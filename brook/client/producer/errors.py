@@ -12,11 +12,15 @@ __all__ = [
 ]
 
 
-class KafkaTimeoutError(KafkaError, TimeoutError):
-    """Something did not happen in time (Java's TimeoutException: retriable, REQUEST_TIMED_OUT)."""
+class KafkaTimeoutError(KafkaError):
+    """Something did not happen in time (Java's TimeoutException: retriable, REQUEST_TIMED_OUT).
+
+    Not a subclass of the built-in TimeoutError, which concurrent futures use for "the wait
+    itself timed out".
+    """
 
     def __init__(self, message: str) -> None:
-        KafkaError.__init__(self, Errors.REQUEST_TIMED_OUT, message)
+        super().__init__(Errors.REQUEST_TIMED_OUT, message)
 
 
 class BufferExhaustedError(KafkaTimeoutError):

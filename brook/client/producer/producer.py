@@ -31,7 +31,7 @@ from brook.protocol.compression import CODEC_BY_NAME
 from brook.protocol.errors import Errors, KafkaError, error_info
 
 from .accumulator import ABORTED, NeedMemory, RecordAccumulator
-from .batch import encode_headers, record_size_upper_bound
+from .batch import encode_headers, encode_record_body
 from .buffer_pool import BufferPool
 from .errors import KafkaTimeoutError, ProducerClosedError, RecordTooLargeError
 from .idempotence import IdempotenceManager
@@ -43,17 +43,12 @@ __all__ = ["AsyncProducer", "Producer"]
 
 HeadersArg = Sequence[tuple[str, bytes | str | None]] | Mapping[str, bytes | str | None] | None
 _BYTES = (bytes, bytearray, memoryview)
+_RECORD_OVERHEAD = 21  # a record's length, attributes and deltas, generously (Java's bound)
 # Topic errors that mean "not there yet": the producer keeps waiting for metadata.
 _WAIT_TOPIC_ERRORS = {Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.LEADER_NOT_AVAILABLE}
 
 
-def _serialize(
-    serializer: Callable[[Any], Any] | None, data: Any, what: str
-) -> bytes | None:
-    if serializer is not None:
-        data = serializer(data)
-    if data is None or type(data) is bytes:
-        return data
+def _bytes(data: Any, what: str) -> bytes:
     if isinstance(data, _BYTES):
         return bytes(data)
     raise TypeError(
@@ -164,34 +159,52 @@ class _ProducerCore:
         key: Any,
         headers: HeadersArg,
         timestamp_ms: int | None,
-    ) -> tuple[bytes | None, bytes | None, bytes | None, int]:
-        """Serialize and check one record: (key, value, encoded headers, timestamp)."""
-        if not isinstance(topic, str) or not topic:
+    ) -> tuple[bytes | None, bytes, int, int, int]:
+        """Serialize and check one record: (key, encoded body, key size, value size, timestamp).
+
+        The sizes are -1 for null, as Java's RecordMetadata reports them.
+        """
+        if type(topic) is not str or not topic:
             raise ValueError(f"topic must be a non-empty str, got {topic!r}")
-        key_bytes = _serialize(self.key_serializer, key, "key")
-        value_bytes = _serialize(self.value_serializer, value, "value")
-        encoded_headers = _headers(headers) if headers else None
-        size = HEADER_SIZE + record_size_upper_bound(
-            -1 if key_bytes is None else len(key_bytes),
-            -1 if value_bytes is None else len(value_bytes),
-            1 if encoded_headers is None else len(encoded_headers),
-        )
-        if size > self.max_request_size:
-            raise RecordTooLargeError(
-                f"The message is {size} bytes when serialized which is larger than {self.max_request_size}, "
-                "which is the value of the max.request.size configuration."
-            )
-        if size > self.buffer_memory:
-            raise RecordTooLargeError(
-                f"The message is {size} bytes when serialized which is larger than the total "
-                f"memory buffer you have configured with the buffer.memory configuration "
-                f"({self.buffer_memory})."
-            )
+        key_serializer = self.key_serializer
+        if key_serializer is not None:
+            key = key_serializer(key)
+        if key is not None and type(key) is not bytes:
+            key = _bytes(key, "key")
+        value_serializer = self.value_serializer
+        if value_serializer is not None:
+            value = value_serializer(value)
+        if value is not None and type(value) is not bytes:
+            value = _bytes(value, "value")
+        body = encode_record_body(key, value, _headers(headers) if headers else None)
+        # Java's ensureValidRecordSize on the batch-plus-record upper bound.
+        size = HEADER_SIZE + _RECORD_OVERHEAD + len(body)
+        if size > self.max_request_size or size > self.buffer_memory:
+            self._too_large(size)
         if timestamp_ms is None:
             timestamp_ms = int(time.time() * 1000)
         elif timestamp_ms < 0:
             raise ValueError(f"invalid timestamp {timestamp_ms}: it must not be negative")
-        return key_bytes, value_bytes, encoded_headers, timestamp_ms
+        return (
+            key,
+            body,
+            -1 if key is None else len(key),
+            -1 if value is None else len(value),
+            timestamp_ms,
+        )
+
+    def _too_large(self, size: int) -> None:
+        if size > self.max_request_size:
+            raise RecordTooLargeError(
+                f"The message is {size} bytes when serialized which is larger than "
+                f"{self.max_request_size}, which is the value of the max.request.size "
+                "configuration."
+            )
+        raise RecordTooLargeError(
+            f"The message is {size} bytes when serialized which is larger than the total "
+            "memory buffer you have configured with the buffer.memory configuration "
+            f"({self.buffer_memory})."
+        )
 
     def metadata_ready(self, topic: str, partition: int | None) -> bool:
         if topic not in self._ready_topics:
@@ -238,8 +251,9 @@ class _ProducerCore:
         topic: str,
         partition: int | None,
         key: bytes | None,
-        value: bytes | None,
-        headers: bytes | None,
+        body: bytes,
+        key_size: int,
+        value_size: int,
         timestamp: int,
         on_delivery: DeliveryCallback | None,
         reserved: int = 0,
@@ -250,24 +264,26 @@ class _ProducerCore:
             chosen = UNKNOWN_PARTITION
         else:
             chosen = select_partition(
-                topic, key, value, cluster, partition=partition, partitioner=custom,
+                topic, key, None, cluster, partition=partition, partitioner=custom,
                 ignore_keys=self.ignore_keys,
             )
         acc = self.accumulator
         abort = self.abort_on_new_batch and partition is None
         result = acc.append(
-            topic, chosen, timestamp, key, value, headers, on_delivery, cluster, abort, reserved
+            topic, chosen, timestamp, body, key_size, value_size, on_delivery, cluster, abort,
+            reserved,
         )
         if result is ABORTED:
             # The deprecated onNewBatch hook: let the partitioner move on, then append anyway.
             assert custom is not None
             custom.on_new_batch(topic, cluster, chosen)  # type: ignore[attr-defined]
             chosen = select_partition(
-                topic, key, value, cluster, partition=partition, partitioner=custom,
+                topic, key, None, cluster, partition=partition, partitioner=custom,
                 ignore_keys=self.ignore_keys,
             )
             result = acc.append(
-                topic, chosen, timestamp, key, value, headers, on_delivery, cluster, False, 0
+                topic, chosen, timestamp, body, key_size, value_size, on_delivery, cluster,
+                False, reserved,
             )
         return result  # type: ignore[return-value]
 
@@ -367,16 +383,21 @@ class AsyncProducer:
         core.check_open()
         if not core.started:
             await core.start()
-        key_b, value_b, headers_b, ts = core.prepare(topic, value, key, headers, timestamp_ms)
+        key_b, body, key_size, value_size, ts = core.prepare(
+            topic, value, key, headers, timestamp_ms
+        )
         start = time.monotonic()
         if not core.metadata_ready(topic, partition):
             await core.wait_on_metadata(topic, partition, core.max_block_ms)
-        result = core.append(topic, partition, key_b, value_b, headers_b, ts, on_delivery)
+        result = core.append(
+            topic, partition, key_b, body, key_size, value_size, ts, on_delivery
+        )
         while isinstance(result, NeedMemory):
             left = core.max_block_ms - (time.monotonic() - start) * 1000
             await core.pool.allocate_async(result.size, max(0.0, left))
             result = core.append(
-                topic, partition, key_b, value_b, headers_b, ts, on_delivery, result.size
+                topic, partition, key_b, body, key_size, value_size, ts, on_delivery,
+                result.size,
             )
         return result
 
@@ -484,20 +505,25 @@ class Producer:
         core = self._core
         if core.closed or core.idempotence is not None and core.idempotence.fatal_error:
             core.check_open()
-        key_b, value_b, headers_b, ts = core.prepare(topic, value, key, headers, timestamp_ms)
+        key_b, body, key_size, value_size, ts = core.prepare(
+            topic, value, key, headers, timestamp_ms
+        )
         if not core.metadata_ready(topic, partition):
             start = time.monotonic()
             _sync.run(core.wait_on_metadata(topic, partition, core.max_block_ms))
         else:
             start = 0.0
-        result = core.append(topic, partition, key_b, value_b, headers_b, ts, on_delivery)
+        result = core.append(
+            topic, partition, key_b, body, key_size, value_size, ts, on_delivery
+        )
         while isinstance(result, NeedMemory):
             if not start:
                 start = time.monotonic()
             left = core.max_block_ms - (time.monotonic() - start) * 1000
             core.pool.allocate(result.size, max(0.0, left))
             result = core.append(
-                topic, partition, key_b, value_b, headers_b, ts, on_delivery, result.size
+                topic, partition, key_b, body, key_size, value_size, ts, on_delivery,
+                result.size,
             )
         return result
 
