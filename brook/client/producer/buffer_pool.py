@@ -44,8 +44,9 @@ class BufferPool:
                 return True
             return False
 
-    def allocate(self, size: int, max_block_ms: float) -> None:
-        """Reserve ``size`` bytes, blocking the calling thread up to ``max_block_ms``."""
+    def allocate(self, size: int, max_block_ms: float, configured_ms: float | None = None) -> None:
+        """Reserve ``size`` bytes, blocking the calling thread up to ``max_block_ms``
+        (what is left of ``configured_ms``, the max.block.ms the error names)."""
         self._check_size(size)
         start = time.monotonic_ns()
         deadline = time.monotonic() + max_block_ms / 1000
@@ -57,14 +58,16 @@ class BufferPool:
                         raise BufferExhaustedError("the producer was closed while send() waited")
                     left = deadline - time.monotonic()
                     if left <= 0:
-                        raise self._timeout(max_block_ms)
+                        raise self._timeout(configured_ms or max_block_ms)
                     self._cond.wait(left)
                 self._available -= size
             finally:
                 self._waiting -= 1
         self._record_wait(start)
 
-    async def allocate_async(self, size: int, max_block_ms: float) -> None:
+    async def allocate_async(
+        self, size: int, max_block_ms: float, configured_ms: float | None = None
+    ) -> None:
         """As :meth:`allocate`, awaiting on the running loop instead of blocking it."""
         self._check_size(size)
         loop = asyncio.get_running_loop()
@@ -83,12 +86,12 @@ class BufferPool:
             try:
                 left = deadline - loop.time()
                 if left <= 0:
-                    raise self._timeout(max_block_ms)
+                    raise self._timeout(configured_ms or max_block_ms)
                 try:
                     async with asyncio.timeout(left):
                         await waiter
                 except TimeoutError:
-                    raise self._timeout(max_block_ms) from None
+                    raise self._timeout(configured_ms or max_block_ms) from None
             finally:
                 with self._cond:
                     self._waiting -= 1

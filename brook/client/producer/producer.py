@@ -394,7 +394,7 @@ class AsyncProducer:
         )
         while isinstance(result, NeedMemory):
             left = core.max_block_ms - (time.monotonic() - start) * 1000
-            await core.pool.allocate_async(result.size, max(0.0, left))
+            await core.pool.allocate_async(result.size, max(0.0, left), core.max_block_ms)
             result = core.append(
                 topic, partition, key_b, body, key_size, value_size, ts, on_delivery,
                 result.size,
@@ -520,7 +520,7 @@ class Producer:
             if not start:
                 start = time.monotonic()
             left = core.max_block_ms - (time.monotonic() - start) * 1000
-            core.pool.allocate(result.size, max(0.0, left))
+            core.pool.allocate(result.size, max(0.0, left), core.max_block_ms)
             result = core.append(
                 topic, partition, key_b, body, key_size, value_size, ts, on_delivery,
                 result.size,

@@ -19,6 +19,7 @@ from brook.protocol.batch import read_header
 from brook.protocol.produce_codec import PartitionProduceResult, encode_produce_response
 
 TOPIC = "t"
+DROP = object()  # a produce handler's answer: leave the whole request unanswered
 RANGES = {**DEFAULT_RANGES, 0: (3, 11), 22: (0, 4)}
 
 ProduceHandler = Callable[["ScriptedCluster", int, "ProduceCall"], Any]
@@ -108,6 +109,7 @@ class ScriptedCluster:
         body = req.decode()
         acks = int(body.acks)
         topics = []
+        drop = False
         for topic_data in body.topic_data:
             results = []
             for pdata in topic_data.partition_data:
@@ -118,11 +120,14 @@ class ScriptedCluster:
                 self.produce_calls.append(call)
                 handler = self.produce.get(node)
                 result = handler(self, node, call) if handler is not None else None
+                if result is DROP:
+                    drop = True
+                    continue
                 if result is None:
                     result = self.success(call)
                 results.append(result)
             topics.append((topic_data.name, results))
-        if acks != 0:
+        if acks != 0 and not drop:
             broker.respond(req, encode_produce_response(req.version, topics, self.node_endpoints))
 
     def success(self, call: ProduceCall) -> PartitionProduceResult:
