@@ -21,6 +21,7 @@ from brook.client.partitioner import (
     BuiltInPartitioner,
     LoadStatsCollector,
     NodeLatencyTracker,
+    StickyPartitionInfo,
 )
 from brook.protocol.batch import HEADER_SIZE
 
@@ -85,6 +86,31 @@ class ReadyCheck:
 
 def now_ms() -> float:
     return time.monotonic() * 1000
+
+
+def _count_bytes(
+    bip: BuiltInPartitioner, info: StickyPartitionInfo, appended: int, cluster: ClusterMetadata,
+    enable_switch: bool,
+) -> None:
+    """``bip.update_partition_info`` for an append to an open batch, under the deque lock.
+
+    Below the sticky batch size that call only adds to ``info.produced_bytes`` (the deque
+    lock already serialises the appends to the sticky partition; adding to an info that is
+    no longer current changes nothing), so the locked call is made only when a switch may be
+    due: it saves most of the per-record cost of the partitioner.
+    """
+    produced = info.produced_bytes + appended
+    if produced < bip.sticky_batch_size:
+        info.produced_bytes = produced
+    else:
+        bip.update_partition_info(info, appended, cluster, enable_switch)
+
+
+def _yield_gil() -> None:
+    """Let the sender's thread run now: a sending thread that never blocks would otherwise
+    keep the GIL for the whole switch interval (5 ms) while the sender waits to send a full
+    batch or to read responses. Called once per filled batch, not per record."""
+    time.sleep(0)
 
 
 class RecordAccumulator:
@@ -186,8 +212,10 @@ class RecordAccumulator:
                 batches = dq.batches
                 last = batches[-1] if batches else None
                 if info is not None:
-                    all_full = last is None or last.closed or last.estimated >= last.write_limit
-                    if bip.partition_changed(info, all_full, cluster):
+                    if last is None or last.closed or last.estimated >= last.write_limit:
+                        if bip.partition_changed(info, True, cluster):
+                            continue
+                    elif bip.is_partition_changed(info):
                         continue
                 if last is not None and not last.closed:
                     before = last.estimated
@@ -195,12 +223,13 @@ class RecordAccumulator:
                     if future is not None:
                         full = last.estimated >= last.write_limit
                         if info is not None:
-                            bip.update_partition_info(info, last.estimated - before, cluster, full)
+                            _count_bytes(bip, info, last.estimated - before, cluster, full)
                         if reserved:
                             self.pool.deallocate(reserved)
                         if full:
                             # This append filled the batch: it is ready to go.
                             self.wakeup()
+                            _yield_gil()
                         return future
             if abort_on_new_batch:
                 if reserved:

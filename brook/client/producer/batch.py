@@ -247,7 +247,9 @@ class ProducerBatch:
             self.max_record_size = size
         future = RecordFuture(self.result, count, timestamp, key_size, value_size)
         if callback is not None:
-            self.result.add_callback_unlocked(future, callback, True)
+            # ProduceResult.add_callback_unlocked, inlined: the batch is open, nothing can
+            # complete it meanwhile.
+            self.result._callbacks.append((future, callback, True))  # type: ignore[union-attr]
         return future
 
     def close(self) -> None:

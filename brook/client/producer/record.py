@@ -8,19 +8,23 @@ completing a batch of a thousand records costs one event, not a thousand futures
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["DeliveryCallback", "ProduceResult", "RecordFuture", "RecordMetadata"]
+
+log = logging.getLogger(__name__)
 
 DeliveryCallback = Callable[["RecordMetadata", BaseException | None], Any]
 
 
-@dataclass(frozen=True, slots=True)
-class RecordMetadata:
-    """Where a record landed (Java's RecordMetadata); offset -1 when unknown (acks=0, errors)."""
+class RecordMetadata(NamedTuple):
+    """Where a record landed (Java's RecordMetadata); offset -1 when unknown (acks=0, errors).
+
+    Sizes are the serialized key and value lengths, -1 for null.
+    """
 
     topic: str
     partition: int
@@ -77,8 +81,24 @@ class ProduceResult:
             callbacks, self._callbacks = self._callbacks, None
         self._event.set()
         if callbacks:
+            topic = self.topic
+            partition = self.partition
+            ok = error is None and base_offset >= 0
             for future, callback, delivery in callbacks:
-                _invoke(future, callback, delivery)
+                try:
+                    if delivery:
+                        # RecordFuture._metadata inlined: this loop runs once per record.
+                        offset = base_offset + future._relative_offset if ok else -1
+                        timestamp = log_append_time if log_append_time >= 0 else future.timestamp
+                        callback(
+                            RecordMetadata(topic, partition, offset, timestamp, future.key_size,
+                                           future.value_size),
+                            error,
+                        )
+                    else:
+                        callback(future)
+                except Exception:
+                    log.exception("producer callback %r raised", callback)
         return True
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -105,14 +125,11 @@ class ProduceResult:
 def _invoke(future: RecordFuture, callback: Callable[..., Any], delivery: bool) -> None:
     try:
         if delivery:
-            error = future._result.error
-            callback(future._metadata(), error)
+            callback(future._metadata(), future._result.error)
         else:
             callback(future)
     except Exception:
-        import logging
-
-        logging.getLogger(__name__).exception("producer callback %r raised", callback)
+        log.exception("producer callback %r raised", callback)
 
 
 class RecordFuture:
