@@ -4,10 +4,11 @@
 
 One Brook broker for the whole run; every measurement runs in a fresh process against a fresh
 3-partition topic, and the order of the clients alternates between rounds. Every client gets
-the same settings (SETTINGS below) and sends unkeyed records as fast as it accepts them, with
-a per-record callback that notes the time from send to acknowledgement, as Kafka's
-producer-perf-test measures latency. Reported: medians over rounds of records/s, MB/s and
-latency avg/p50/p99, and the ratio Brook / each peer.
+the same settings (SETTINGS below) and sends unkeyed records. Each client is measured twice:
+sending as fast as it accepts records, then flushing (throughput), and again with a
+per-record callback that notes the time from send to acknowledgement, as Kafka's
+producer-perf-test measures latency. Reported: medians over
+rounds of records/s, MB/s and latency avg/p50/p99, and the ratio Brook / each peer.
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ def create_topic(bootstrap: str, topic: str) -> None:
         admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
 
 
+class Clock:
+    elapsed = 0.0
+
+
 class Latencies:
     """Send-to-acknowledgement times, noted by each client's per-record callback."""
 
@@ -60,7 +65,9 @@ class Latencies:
             self.errors += 1
 
 
-def run_brook(bootstrap: str, topic: str, records: int, payload: bytes, lat: Latencies) -> None:
+def run_brook(bootstrap: str, topic: str, records: int, payload: bytes, lat: Latencies | None,
+    clock: Clock,
+) -> None:
     from brook import Producer
 
     producer = Producer({
@@ -74,23 +81,29 @@ def run_brook(bootstrap: str, topic: str, records: int, payload: bytes, lat: Lat
     producer.partitions_for(topic)
 
     def callback(start: float, _meta: object, error: object) -> None:
-        lat.done(start, error)
+        lat.done(start, error)  # type: ignore[union-attr]
 
     def body() -> None:
         send = producer.send
         perf = time.perf_counter
         partial = functools.partial
-        for _ in range(records):
-            send(topic, payload, on_delivery=partial(callback, perf()))
+        if lat is None:
+            for _ in range(records):
+                send(topic, payload)
+        else:
+            for _ in range(records):
+                send(topic, payload, on_delivery=partial(callback, perf()))
         producer.flush()
 
     try:
-        timed(body, lat)
+        timed(body, clock)
     finally:
         producer.close()
 
 
-def run_confluent(bootstrap: str, topic: str, records: int, payload: bytes, lat: Latencies) -> None:
+def run_confluent(bootstrap: str, topic: str, records: int, payload: bytes, lat: Latencies | None,
+    clock: Clock,
+) -> None:
     from confluent_kafka import Producer
 
     producer = Producer({
@@ -106,7 +119,7 @@ def run_confluent(bootstrap: str, topic: str, records: int, payload: bytes, lat:
     producer.list_topics(topic, timeout=10)
 
     def callback(start: float, error: object, _msg: object) -> None:
-        lat.done(start, error)
+        lat.done(start, error)  # type: ignore[union-attr]
 
     def body() -> None:
         produce = producer.produce
@@ -114,21 +127,25 @@ def run_confluent(bootstrap: str, topic: str, records: int, payload: bytes, lat:
         perf = time.perf_counter
         partial = functools.partial
         for _ in range(records):
-            cb = partial(callback, perf())
+            cb = None if lat is None else partial(callback, perf())
             while True:
                 try:
-                    produce(topic, payload, on_delivery=cb)
+                    if cb is None:
+                        produce(topic, payload)
+                    else:
+                        produce(topic, payload, on_delivery=cb)
                     break
                 except BufferError:
                     poll(0.001)
             poll(0)
         producer.flush(120)
 
-    timed(body, lat)
+    timed(body, clock)
 
 
 def run_kafka_python(
-    bootstrap: str, topic: str, records: int, payload: bytes, lat: Latencies
+    bootstrap: str, topic: str, records: int, payload: bytes, lat: Latencies | None,
+    clock: Clock,
 ) -> None:
     from kafka import KafkaProducer
 
@@ -143,33 +160,39 @@ def run_kafka_python(
     producer.partitions_for(topic)
 
     def ok(start: float, _meta: object) -> None:
-        lat.done(start)
+        lat.done(start)  # type: ignore[union-attr]
 
     def failed(start: float, error: object) -> None:
-        lat.done(start, error)
+        lat.done(start, error)  # type: ignore[union-attr]
 
     def body() -> None:
         send = producer.send
         perf = time.perf_counter
         partial = functools.partial
-        for _ in range(records):
-            start = perf()
-            send(topic, payload).add_callback(partial(ok, start)).add_errback(
-                partial(failed, start)
-            )
+        if lat is None:
+            for _ in range(records):
+                send(topic, payload)
+        else:
+            for _ in range(records):
+                start = perf()
+                send(topic, payload).add_callback(partial(ok, start)).add_errback(
+                    partial(failed, start)
+                )
         producer.flush()
 
     try:
-        timed(body, lat)
+        timed(body, clock)
     finally:
         producer.close()
 
 
-def run_aiokafka(bootstrap: str, topic: str, records: int, payload: bytes, lat: Latencies) -> None:
+def run_aiokafka(bootstrap: str, topic: str, records: int, payload: bytes, lat: Latencies | None,
+    clock: Clock,
+) -> None:
     from aiokafka import AIOKafkaProducer
 
     def callback(start: float, future: asyncio.Future[Any]) -> None:
-        lat.done(start, None if future.cancelled() else future.exception())
+        lat.done(start, None if future.cancelled() else future.exception())  # type: ignore
 
     async def main() -> None:
         producer = AIOKafkaProducer(
@@ -186,22 +209,26 @@ def run_aiokafka(bootstrap: str, topic: str, records: int, payload: bytes, lat: 
             send = producer.send
             perf = time.perf_counter
             partial = functools.partial
-            for _ in range(records):
-                start = perf()
-                future = await send(topic, payload)
-                future.add_done_callback(partial(callback, start))
+            if lat is None:
+                for _ in range(records):
+                    await send(topic, payload)
+            else:
+                for _ in range(records):
+                    start = perf()
+                    future = await send(topic, payload)
+                    future.add_done_callback(partial(callback, start))
             await producer.flush()
-            lat.elapsed = time.perf_counter() - start_all  # type: ignore[attr-defined]
+            clock.elapsed = time.perf_counter() - start_all
         finally:
             await producer.stop()
 
     asyncio.run(main())
 
 
-def timed(body: Callable[[], None], lat: Latencies) -> None:
+def timed(body: Callable[[], None], clock: Clock) -> None:
     start = time.perf_counter()
     body()
-    lat.elapsed = time.perf_counter() - start  # type: ignore[attr-defined]
+    clock.elapsed = time.perf_counter() - start
 
 
 RUNNERS = {
@@ -213,28 +240,33 @@ RUNNERS = {
 
 
 def measure_one(client: str, bootstrap: str, records: int, size: int) -> dict[str, float]:
-    """One client, one record size, in this process; returns its figures."""
-    topic = f"bench-{client}-{size}-{uuid.uuid4().hex[:8]}"
-    create_topic(bootstrap, topic)
-    lat = Latencies(records)
-    RUNNERS[client](bootstrap, topic, records, b"x" * size, lat)
-    elapsed = lat.elapsed  # type: ignore[attr-defined]
-    # Callbacks may trail the flush by a moment in clients that run them on another thread.
-    deadline = time.monotonic() + 10
-    while len(lat.values) < records and time.monotonic() < deadline:
-        time.sleep(0.01)
-    if len(lat.values) != records or lat.errors:
-        raise RuntimeError(
-            f"{client}: {len(lat.values)} of {records} acknowledged, {lat.errors} errors"
-        )
-    ms = sorted(v * 1000 for v in lat.values)
-    return {
-        "records_per_s": records / elapsed,
-        "mb_per_s": records * size / elapsed / 1_000_000,
-        "latency_avg_ms": statistics.fmean(ms),
-        "latency_p50_ms": ms[len(ms) // 2],
-        "latency_p99_ms": ms[min(len(ms) - 1, int(len(ms) * 0.99))],
-    }
+    """One client, one record size, in this process: a run without callbacks (throughput),
+    then one with a callback per record (throughput and latency)."""
+    payload = b"x" * size
+    figures: dict[str, float] = {}
+    for mode in ("plain", "callbacks"):
+        topic = f"bench-{client}-{size}-{mode}-{uuid.uuid4().hex[:8]}"
+        create_topic(bootstrap, topic)
+        lat = Latencies(records) if mode == "callbacks" else None
+        clock = Clock()
+        RUNNERS[client](bootstrap, topic, records, payload, lat, clock)
+        figures[f"{mode}_records_per_s"] = records / clock.elapsed
+        figures[f"{mode}_mb_per_s"] = records * size / clock.elapsed / 1_000_000
+        if lat is None:
+            continue
+        # Callbacks may trail the flush by a moment in clients that run them elsewhere.
+        deadline = time.monotonic() + 10
+        while len(lat.values) < records and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if len(lat.values) != records or lat.errors:
+            raise RuntimeError(
+                f"{client}: {len(lat.values)} of {records} acknowledged, {lat.errors} errors"
+            )
+        ms = sorted(v * 1000 for v in lat.values)
+        figures["latency_avg_ms"] = statistics.fmean(ms)
+        figures["latency_p50_ms"] = ms[len(ms) // 2]
+        figures["latency_p99_ms"] = ms[min(len(ms) - 1, int(len(ms) * 0.99))]
+    return figures
 
 
 def measure_in_subprocess(client: str, bootstrap: str, records: int, size: int) -> dict:
@@ -253,21 +285,29 @@ def report(results: dict[int, dict[str, list[dict]]], args: argparse.Namespace) 
         f"records per measurement: {args.records} (100 B) / {max(1, args.records // 4)} "
         f"(1 KiB); rounds: {args.rounds}; settings: {SETTINGS}",
         "",
-        "| record | client | records/s | MB/s | avg ms | p50 ms | p99 ms | Brook / client |",
+        "| record | client | records/s | MB/s | Brook / client | records/s, callback per "
+        "record | Brook / client | latency avg / p50 / p99 ms |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for size, by_client in results.items():
         med = {
             c: {k: median([r[k] for r in rounds]) for k in rounds[0]}
             for c, rounds in by_client.items()
+            if rounds
         }
-        brook = med["brook"]["records_per_s"]
+        brook = med.get("brook")
         for client, m in med.items():
-            ratio = "" if client == "brook" else f"{brook / m['records_per_s']:.2f}x"
+            plain = callbacks = ""
+            if brook is not None and client != "brook":
+                plain = f"{brook['plain_records_per_s'] / m['plain_records_per_s']:.2f}x"
+                callbacks = (
+                    f"{brook['callbacks_records_per_s'] / m['callbacks_records_per_s']:.2f}x"
+                )
             lines.append(
-                f"| {size} B | {client} | {m['records_per_s']:,.0f} | {m['mb_per_s']:.1f} | "
-                f"{m['latency_avg_ms']:.1f} | {m['latency_p50_ms']:.1f} | "
-                f"{m['latency_p99_ms']:.1f} | {ratio} |"
+                f"| {size} B | {client} | {m['plain_records_per_s']:,.0f} | "
+                f"{m['plain_mb_per_s']:.1f} | {plain} | {m['callbacks_records_per_s']:,.0f} | "
+                f"{callbacks} | {m['latency_avg_ms']:.1f} / {m['latency_p50_ms']:.1f} / "
+                f"{m['latency_p99_ms']:.1f} |"
             )
     return "\n".join(lines)
 
@@ -296,7 +336,9 @@ def main() -> None:
                     figures = measure_in_subprocess(client, bootstrap, records, size)
                     results[size][client].append(figures)
                     print(f"round {round_no + 1} {size} B {client}: "
-                          f"{figures['records_per_s']:,.0f} rec/s", flush=True)
+                          f"{figures['plain_records_per_s']:,.0f} rec/s, "
+                          f"{figures['callbacks_records_per_s']:,.0f} rec/s with callbacks",
+                          flush=True)
     text = report(results, args)
     print(text)
     path = save("producer_clients", {"machine": machine(), "settings": SETTINGS,

@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-from brook.client import Admin, AsyncAdmin, AsyncProducer, Producer  # noqa: E402
+from brook.client import Admin, AsyncAdmin, AsyncProducer, Producer
 
 __all__ = ["Admin", "AsyncAdmin", "AsyncProducer", "Producer", "__version__"]

@@ -336,7 +336,9 @@ class Metrics:
         }
 
     @staticmethod
-    def _measure(entry: tuple[Stat | Callable[[], float], threading.Lock | None], now: float) -> float:
+    def _measure(
+        entry: tuple[Stat | Callable[[], float], threading.Lock | None], now: float
+    ) -> float:
         stat, lock = entry
         if lock is None:
             return float(stat())  # type: ignore[operator]

@@ -11,7 +11,12 @@ requests, retries, KIP-951 leader hints), idempotence, and the public AsyncProdu
     producer.py      AsyncProducer and Producer
 """
 
-from .errors import BufferExhaustedError, KafkaTimeoutError, ProducerClosedError, RecordTooLargeError
+from .errors import (
+    BufferExhaustedError,
+    KafkaTimeoutError,
+    ProducerClosedError,
+    RecordTooLargeError,
+)
 from .producer import AsyncProducer, Producer
 from .record import RecordFuture, RecordMetadata
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -503,7 +503,7 @@ class Producer:
         ``on_delivery(metadata, error)`` runs when the record's batch completes.
         """
         core = self._core
-        if core.closed or core.idempotence is not None and core.idempotence.fatal_error:
+        if core.closed or (core.idempotence is not None and core.idempotence.fatal_error):
             core.check_open()
         key_b, body, key_size, value_size, ts = core.prepare(
             topic, value, key, headers, timestamp_ms

@@ -68,8 +68,12 @@ class ProducerMetrics:
             .add_meter(GROUP, "response", tags, count=True)
         )
         self.buffer_wait = s("bufferpool-wait-time")
-        self.buffer_wait.add(MetricName("bufferpool-wait-ratio", GROUP, tags), Rate(metrics.windowed_sum(), 1e-6))
-        self.buffer_wait.add(MetricName("bufferpool-wait-time-ns-total", GROUP, tags), CumulativeSum())
+        # Nanoseconds waited over elapsed time: a fraction, as Kafka's Meter in NANOSECONDS.
+        ratio = Rate(metrics.windowed_sum(), 1e-6)
+        self.buffer_wait.add(MetricName("bufferpool-wait-ratio", GROUP, tags), ratio)
+        self.buffer_wait.add(
+            MetricName("bufferpool-wait-time-ns-total", GROUP, tags), CumulativeSum()
+        )
         self.buffer_wait.add(MetricName("bufferpool-wait-time-total", GROUP, tags), CumulativeSum())
         self.buffer_exhausted = s("buffer-exhausted-records").add_meter(
             GROUP, "buffer-exhausted", tags
@@ -124,7 +128,9 @@ class ProducerMetrics:
 
     # -- recording -------------------------------------------------------------------------
 
-    def record_request(self, node: int, batches: list[ProducerBatch], size: int, now: float) -> None:
+    def record_request(
+        self, node: int, batches: list[ProducerBatch], size: int, now: float
+    ) -> None:
         """A Produce request leaves: Java's updateProduceRequestMetrics plus the byte counts."""
         wall = self.metrics.time()
         records = 0
@@ -150,7 +156,7 @@ class ProducerMetrics:
     def record_response(self, node: int, size: int, latency_ms: float) -> None:
         wall = self.metrics.time()
         self.bytes_received.record(size, wall)
-        sent, received, latency = self._node(node)
+        _sent, received, latency = self._node(node)
         received.record(size, wall)
         latency.record(latency_ms, wall)
         self.request_time.record(latency_ms, wall)

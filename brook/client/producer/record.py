@@ -62,7 +62,9 @@ class ProduceResult:
         """Register while the batch is still open for appends (nothing can complete it yet)."""
         self._callbacks.append((future, callback, delivery))  # type: ignore[union-attr]
 
-    def add_callback(self, future: RecordFuture, callback: Callable[..., Any], delivery: bool) -> None:
+    def add_callback(
+        self, future: RecordFuture, callback: Callable[..., Any], delivery: bool
+    ) -> None:
         with self._lock:
             if self._callbacks is not None:
                 self._callbacks.append((future, callback, delivery))

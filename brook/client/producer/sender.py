@@ -500,7 +500,7 @@ class Sender:
         if error.invalid_metadata:
             self.network.cluster.request_update()
             leader = result.current_leader
-            if code in _LEADER_HINT_ERRORS and leader is not None and leader[0] >= 0 and leader[1] >= 0:
+            if code in _LEADER_HINT_ERRORS and leader is not None and min(leader) >= 0:
                 hints[batch.tp] = leader
 
     def _succeed(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:

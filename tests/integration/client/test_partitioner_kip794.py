@@ -8,6 +8,7 @@ tests/unit/client/test_partitioner.py."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections import Counter
 from typing import Any
@@ -52,7 +53,7 @@ def test_unkeyed_records_spread_uniformly_over_many_switches(
         futures = [producer.send(unique_topic, b"y" * 100) for _ in range(24000)]
         producer.flush(60)
         partitions = [f.result(0).partition for f in futures]
-    switches = sum(1 for a, b in zip(partitions, partitions[1:], strict=False) if a != b)
+    switches = sum(1 for a, b in itertools.pairwise(partitions) if a != b)
     assert switches > 500
     counts = Counter(partitions)
     assert sorted(counts) == list(range(6))
@@ -116,12 +117,14 @@ def test_without_the_availability_timeout_no_node_is_excluded(
     brook_session: BrookProcess, unique_topic: str
 ) -> None:
     create_topic(brook_session.bootstrap, unique_topic, 3)
-    with MultiNodeProxy(brook_session.bootstrap, 3, {SLOW_NODE: DELAY_MS}) as proxy:
-        with Producer(slow_cluster_config(proxy)) as producer:
-            producer.partitions_for(unique_topic)
-            seen: list[bool] = []
-            produce_at_rate(
-                producer, unique_topic, 2000, 1,
-                lambda: seen.append(producer._core.tracker.excludes(SLOW_NODE)),
-            )
+    seen: list[bool] = []
+    with (
+        MultiNodeProxy(brook_session.bootstrap, 3, {SLOW_NODE: DELAY_MS}) as proxy,
+        Producer(slow_cluster_config(proxy)) as producer,
+    ):
+        producer.partitions_for(unique_topic)
+        produce_at_rate(
+            producer, unique_topic, 2000, 1,
+            lambda: seen.append(producer._core.tracker.excludes(SLOW_NODE)),
+        )
     assert seen and not any(seen)

@@ -96,7 +96,7 @@ def test_delivery_callbacks_and_done_callbacks(bootstrap: str, unique_topic: str
     done = threading.Event()
     seen: list[int] = []
     with Producer({"bootstrap.servers": bootstrap}) as producer:
-        for i in range(50):
+        for _ in range(50):
             producer.send(unique_topic, b"v", on_delivery=lambda m, e: delivered.append((m, e)))
         future = producer.send(unique_topic, b"last")
         future.add_done_callback(lambda f: (seen.append(f.result().offset), done.set()))
@@ -155,9 +155,11 @@ def test_serializers_and_metrics(bootstrap: str, unique_topic: str) -> None:
 
 def test_unknown_topic_times_out_within_max_block(bootstrap: str, unique_topic: str) -> None:
     # Tansu and Brook may both create topics on Metadata; an invalid name never exists.
-    with Producer({"bootstrap.servers": bootstrap, "max.block.ms": 1500}) as producer:
-        with pytest.raises(KafkaError) as info:
-            producer.send("bad topic name with spaces", b"v")
+    with (
+        Producer({"bootstrap.servers": bootstrap, "max.block.ms": 1500}) as producer,
+        pytest.raises(KafkaError) as info,
+    ):
+        producer.send("bad topic name with spaces", b"v")
     assert info.value.name in ("INVALID_TOPIC_EXCEPTION", "REQUEST_TIMED_OUT")
 
 

@@ -34,7 +34,9 @@ class Clock:
 def test_metric_name_prints_as_java_and_keys_by_that_text() -> None:
     name = MetricName("outgoing-byte-total", "producer-node-metrics",
                       {"client-id": "producer-1", "node-id": "node-1"})
-    assert name == "producer-node-metrics:outgoing-byte-total:{client-id=producer-1, node-id=node-1}"
+    assert name == (
+        "producer-node-metrics:outgoing-byte-total:{client-id=producer-1, node-id=node-1}"
+    )
     assert name.group == "producer-node-metrics" and name.tags["node-id"] == "node-1"
     assert {name: 1.0}[str(name)] == 1.0
     assert str(MetricName("x", "g")) == "g:x:{}"

@@ -53,7 +53,9 @@ def test_gap_or_lost_state_bumps_the_epoch_and_restarts_the_sequence(code: int) 
                 cluster.produce[1] = answers(iter([code]))
                 meta = await producer.send_and_wait(TOPIC, b"c")
                 after = await producer.send_and_wait(TOPIC, b"d")
-            calls = [(c.producer_id, c.producer_epoch, c.base_sequence) for c in cluster.produce_calls]
+            calls = [
+                (c.producer_id, c.producer_epoch, c.base_sequence) for c in cluster.produce_calls
+            ]
             pid = calls[0][0]
             assert calls == [(pid, 0, 0), (pid, 0, 1), (pid, 0, 2), (pid, 1, 0), (pid, 1, 1)]
             assert len(cluster.init_calls) == 1  # the bump is local (KIP-360), no new id

@@ -91,7 +91,7 @@ def test_expiry_of_an_unanswered_batch_names_delivery_timeout() -> None:
             })
             async with AsyncProducer(settings) as producer:
                 future = await producer.send(TOPIC, b"v")
-                with pytest.raises(KafkaTimeoutError, match="delivery.timeout.ms=700"):
+                with pytest.raises(KafkaTimeoutError, match=r"delivery\.timeout\.ms=700"):
                     await future
 
     run(main())
