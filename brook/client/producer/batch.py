@@ -26,7 +26,6 @@ __all__ = [
     "ProducerBatch",
     "encode_headers",
     "encode_record_body",
-    "record_size_upper_bound",
 ]
 
 Headers = Sequence[tuple[str, bytes | None]]
@@ -80,12 +79,6 @@ def encode_record_body(key: bytes | None, value: bytes | None, headers: bytes | 
     if headers is None:
         return b"".join((kpart, _ZZ[vlen << 1] if vlen < 8192 else _zz(vlen), value, b"\x00"))
     return b"".join((kpart, _ZZ[vlen << 1] if vlen < 8192 else _zz(vlen), value, headers))
-
-
-def record_size_upper_bound(key_size: int, value_size: int, headers_size: int) -> int:
-    """Java's DefaultRecord.estimateSizeInBytesUpperBound: generous varints (5 each for the
-    length and the key/value sizes, 1+10+5 for attributes and the two deltas)."""
-    return 21 + 5 + max(key_size, 0) + 5 + max(value_size, 0) + max(headers_size, 1)
 
 
 class CompressionRatioEstimator:

@@ -73,6 +73,16 @@ def _headers(headers: HeadersArg) -> bytes | None:
     return encode_headers(pairs)
 
 
+class PendingRecord:
+    """A record that needs ``size`` bytes of buffer.memory before it can be appended."""
+
+    __slots__ = ("args", "size")
+
+    def __init__(self, size: int, args: tuple[Any, ...]) -> None:
+        self.size = size
+        self.args = args
+
+
 class _ProducerCore:
     """Everything both producers share: config, accumulator, sender, metadata waits."""
 
@@ -95,6 +105,7 @@ class _ProducerCore:
         self.max_block_ms = float(config["max.block.ms"])
         self.max_request_size = int(config["max.request.size"])
         self.buffer_memory = int(config["buffer.memory"])
+        self.max_record_size = min(self.max_request_size, self.buffer_memory)
         self.metrics = Metrics(
             float(config["metrics.sample.window.ms"]), int(config["metrics.num.samples"])
         )
@@ -127,7 +138,7 @@ class _ProducerCore:
             self.tracker,
         )
         self.accumulator.wakeup = self.sender.wakeup
-        self._ready_topics: set[str] = set()
+        self.ready_topics: set[str] = set()
         self.started = False
         self.closed = False
 
@@ -152,45 +163,63 @@ class _ProducerCore:
                 f"({fatal.message or fatal.name})",
             )
 
-    def prepare(
+    def enqueue(
         self,
         topic: str,
         value: Any,
         key: Any,
+        partition: int | None,
         headers: HeadersArg,
         timestamp_ms: int | None,
-    ) -> tuple[bytes | None, bytes, int, int, int]:
-        """Serialize and check one record: (key, encoded body, key size, value size, timestamp).
+        on_delivery: DeliveryCallback | None,
+    ) -> RecordFuture | PendingRecord:
+        """Serialize, check and append one record whose topic metadata is known.
 
-        The sizes are -1 for null, as Java's RecordMetadata reports them.
+        Returns its future, or a :class:`PendingRecord` to :meth:`append` again once its
+        buffer memory is reserved. This is the per-record path: kept flat on purpose.
         """
-        if type(topic) is not str or not topic:
-            raise ValueError(f"topic must be a non-empty str, got {topic!r}")
-        key_serializer = self.key_serializer
-        if key_serializer is not None:
-            key = key_serializer(key)
+        serializer = self.key_serializer
+        if serializer is not None:
+            key = serializer(key)
         if key is not None and type(key) is not bytes:
             key = _bytes(key, "key")
-        value_serializer = self.value_serializer
-        if value_serializer is not None:
-            value = value_serializer(value)
+        serializer = self.value_serializer
+        if serializer is not None:
+            value = serializer(value)
         if value is not None and type(value) is not bytes:
             value = _bytes(value, "value")
         body = encode_record_body(key, value, _headers(headers) if headers else None)
         # Java's ensureValidRecordSize on the batch-plus-record upper bound.
         size = HEADER_SIZE + _RECORD_OVERHEAD + len(body)
-        if size > self.max_request_size or size > self.buffer_memory:
+        if size > self.max_record_size:
             self._too_large(size)
         if timestamp_ms is None:
             timestamp_ms = int(time.time() * 1000)
         elif timestamp_ms < 0:
             raise ValueError(f"invalid timestamp {timestamp_ms}: it must not be negative")
-        return (
-            key,
-            body,
-            -1 if key is None else len(key),
-            -1 if value is None else len(value),
-            timestamp_ms,
+        key_size = -1 if key is None else len(key)
+        value_size = -1 if value is None else len(value)
+        if (
+            partition is None
+            and self.custom_partitioner is None
+            and (key is None or self.ignore_keys)
+        ):
+            result = self.accumulator.append(
+                topic, UNKNOWN_PARTITION, timestamp_ms, body, key_size, value_size, on_delivery,
+                self.cluster,
+            )
+        else:
+            result = self.append(
+                topic, partition, key, value, body, key_size, value_size, timestamp_ms,
+                on_delivery,
+            )
+        if type(result) is RecordFuture:
+            return result
+        assert isinstance(result, NeedMemory)
+        return PendingRecord(
+            result.size,
+            (topic, partition, key, value, body, key_size, value_size, timestamp_ms,
+             on_delivery),
         )
 
     def _too_large(self, size: int) -> None:
@@ -207,7 +236,7 @@ class _ProducerCore:
         )
 
     def metadata_ready(self, topic: str, partition: int | None) -> bool:
-        if topic not in self._ready_topics:
+        if topic not in self.ready_topics:
             return False
         if partition is None:
             return True
@@ -217,6 +246,8 @@ class _ProducerCore:
         self, topic: str, partition: int | None, max_block_ms: float
     ) -> None:
         """Wait (up to ``max_block_ms``) until the topic's partitions are known."""
+        if type(topic) is not str or not topic:
+            raise ValueError(f"topic must be a non-empty str, got {topic!r}")
         if partition is not None and partition < 0:
             raise ValueError(f"Invalid partition given with record: {partition} is negative")
         network = self.network
@@ -226,7 +257,7 @@ class _ProducerCore:
         while True:
             count = len(self.cluster.partitions_for(topic))
             if count and (partition is None or partition < count):
-                self._ready_topics.add(topic)
+                self.ready_topics.add(topic)
                 return
             code = self.cluster.topic_errors.get(topic, 0)
             if code and code not in _WAIT_TOPIC_ERRORS and not error_info(code).retriable:
@@ -251,6 +282,7 @@ class _ProducerCore:
         topic: str,
         partition: int | None,
         key: bytes | None,
+        value: bytes | None,
         body: bytes,
         key_size: int,
         value_size: int,
@@ -258,13 +290,15 @@ class _ProducerCore:
         on_delivery: DeliveryCallback | None,
         reserved: int = 0,
     ) -> RecordFuture | NeedMemory:
+        """Choose the partition and append (keyed, explicit or custom-partitioned records,
+        and retries after waiting for memory)."""
         cluster = self.cluster
         custom = self.custom_partitioner
         if partition is None and custom is None and (key is None or self.ignore_keys):
             chosen = UNKNOWN_PARTITION
         else:
             chosen = select_partition(
-                topic, key, None, cluster, partition=partition, partitioner=custom,
+                topic, key, value, cluster, partition=partition, partitioner=custom,
                 ignore_keys=self.ignore_keys,
             )
         acc = self.accumulator
@@ -278,7 +312,7 @@ class _ProducerCore:
             assert custom is not None
             custom.on_new_batch(topic, cluster, chosen)  # type: ignore[attr-defined]
             chosen = select_partition(
-                topic, key, None, cluster, partition=partition, partitioner=custom,
+                topic, key, value, cluster, partition=partition, partitioner=custom,
                 ignore_keys=self.ignore_keys,
             )
             result = acc.append(
@@ -383,23 +417,20 @@ class AsyncProducer:
         core.check_open()
         if not core.started:
             await core.start()
-        key_b, body, key_size, value_size, ts = core.prepare(
-            topic, value, key, headers, timestamp_ms
-        )
         start = time.monotonic()
         if not core.metadata_ready(topic, partition):
             await core.wait_on_metadata(topic, partition, core.max_block_ms)
-        result = core.append(
-            topic, partition, key_b, body, key_size, value_size, ts, on_delivery
-        )
-        while isinstance(result, NeedMemory):
+        result = core.enqueue(topic, value, key, partition, headers, timestamp_ms, on_delivery)
+        while type(result) is PendingRecord:
             left = core.max_block_ms - (time.monotonic() - start) * 1000
             await core.pool.allocate_async(result.size, max(0.0, left), core.max_block_ms)
-            result = core.append(
-                topic, partition, key_b, body, key_size, value_size, ts, on_delivery,
-                result.size,
+            appended = core.append(*result.args, reserved=result.size)
+            result = (
+                PendingRecord(appended.size, result.args)
+                if isinstance(appended, NeedMemory)
+                else appended
             )
-        return result
+        return result  # type: ignore[return-value]
 
     async def send_and_wait(
         self,
@@ -505,25 +536,28 @@ class Producer:
         core = self._core
         if core.closed or (core.idempotence is not None and core.idempotence.fatal_error):
             core.check_open()
-        key_b, body, key_size, value_size, ts = core.prepare(
-            topic, value, key, headers, timestamp_ms
-        )
-        if not core.metadata_ready(topic, partition):
+        start = 0.0
+        if topic not in core.ready_topics or (
+            partition is not None and not core.metadata_ready(topic, partition)
+        ):
             start = time.monotonic()
             _sync.run(core.wait_on_metadata(topic, partition, core.max_block_ms))
-        else:
-            start = 0.0
-        result = core.append(
-            topic, partition, key_b, body, key_size, value_size, ts, on_delivery
-        )
-        while isinstance(result, NeedMemory):
-            if not start:
-                start = time.monotonic()
+        result = core.enqueue(topic, value, key, partition, headers, timestamp_ms, on_delivery)
+        if type(result) is RecordFuture:
+            return result
+        return self._wait_for_memory(result, start or time.monotonic())  # type: ignore[arg-type]
+
+    def _wait_for_memory(self, pending: PendingRecord, start: float) -> RecordFuture:
+        core = self._core
+        result: Any = pending
+        while type(result) is PendingRecord:
             left = core.max_block_ms - (time.monotonic() - start) * 1000
             core.pool.allocate(result.size, max(0.0, left), core.max_block_ms)
-            result = core.append(
-                topic, partition, key_b, body, key_size, value_size, ts, on_delivery,
-                result.size,
+            appended = core.append(*result.args, reserved=result.size)
+            result = (
+                PendingRecord(appended.size, result.args)
+                if isinstance(appended, NeedMemory)
+                else appended
             )
         return result
 
