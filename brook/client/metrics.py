@@ -285,17 +285,11 @@ class Metrics:
     def max(self) -> Max:
         return Max(self.window_ms, self.num_samples)
 
-    def min(self) -> Min:
-        return Min(self.window_ms, self.num_samples)
-
     def windowed_sum(self) -> WindowedSum:
         return WindowedSum(self.window_ms, self.num_samples)
 
     def windowed_count(self) -> WindowedCount:
         return WindowedCount(self.window_ms, self.num_samples)
-
-    def rate(self) -> Rate:
-        return Rate(self.windowed_sum())
 
     def sensor(self, name: str) -> Sensor:
         """The sensor called ``name``, created on first use."""
@@ -304,9 +298,6 @@ class Metrics:
             if sensor is None:
                 sensor = self._sensors[name] = Sensor(self, name)
             return sensor
-
-    def get_sensor(self, name: str) -> Sensor | None:
-        return self._sensors.get(name)
 
     def add_gauge(self, metric: MetricName, read: Callable[[], float]) -> None:
         with self._lock:

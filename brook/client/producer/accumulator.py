@@ -277,9 +277,6 @@ class RecordAccumulator:
 
     # -- the sender's side (event loop thread) ---------------------------------------------
 
-    def topics(self) -> Iterable[tuple[str, _Topic]]:
-        return self._topics.items()
-
     def ready(self, cluster: ClusterMetadata, now: float) -> ReadyCheck:
         """Nodes with a sendable batch, the delay until another may be, leaderless topics.
 
@@ -396,7 +393,6 @@ class RecordAccumulator:
                 if idempotence is not None:
                     idempotence.stamp(batch)
                 batch.close()
-                batch.drained_ms = now
                 size += batch.wire_size()
                 ready.append(batch)
             self._drain_index[node] = index + 1
@@ -482,9 +478,6 @@ class RecordAccumulator:
             batch.alloc_size = 0
         if batch.codec and batch.compressed_size:
             self.estimator.update(batch.tp[0], batch.codec, batch.compression_ratio())
-
-    def queued_records(self) -> int:
-        return sum(b.count for b in list(self.incomplete) if not b.is_done)
 
     def queue_lengths(self, topic: str) -> dict[int, int]:
         """Batches waiting per partition of ``topic`` (for tests and metrics)."""

@@ -123,7 +123,6 @@ class ProducerBatch:
         "count",
         "created_ms",
         "current_leader_epoch",
-        "drained_ms",
         "estimate_factor",
         "estimated",
         "header",
@@ -158,7 +157,6 @@ class ProducerBatch:
         self.max_timestamp = -1
         self.created_ms = created_ms
         self.last_attempt_ms = created_ms
-        self.drained_ms = 0.0
         self.write_limit = write_limit
         self.codec = codec
         # Java's estimatedBytesWritten: uncompressed bytes x estimated ratio x 1.05.
@@ -240,8 +238,7 @@ class ProducerBatch:
             self.max_record_size = size
         future = RecordFuture(self.result, count, timestamp, key_size, value_size)
         if callback is not None:
-            # ProduceResult.add_callback_unlocked, inlined: the batch is open, nothing can
-            # complete it meanwhile.
+            # No lock needed: the batch is open, nothing can complete it meanwhile.
             self.result._callbacks.append((future, callback, True))  # type: ignore[union-attr]
         return future
 

@@ -19,13 +19,19 @@ __all__ = ["BufferPool"]
 
 
 class BufferPool:
-    def __init__(self, total: int, on_wait_ns: Callable[[float], None] | None = None) -> None:
+    def __init__(
+        self,
+        total: int,
+        on_wait_ns: Callable[[float], None] | None = None,
+        on_exhausted: Callable[[], None] | None = None,
+    ) -> None:
         self.total = total
         self._available = total
         self._cond = threading.Condition(threading.Lock())
         self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
         self._waiting = 0
         self.on_wait_ns = on_wait_ns
+        self.on_exhausted = on_exhausted
         self.closed = False
 
     @property
@@ -122,6 +128,8 @@ class BufferPool:
             )
 
     def _timeout(self, max_block_ms: float) -> BufferExhaustedError:
+        if self.on_exhausted is not None:
+            self.on_exhausted()
         return BufferExhaustedError(
             f"Failed to allocate memory within the configured max blocking time "
             f"{int(max_block_ms)} ms (buffer.memory={self.total} bytes are all held by "

@@ -129,6 +129,7 @@ class _ProducerCore:
             requests_in_flight=lambda: self.sender.requests_in_flight,
         )
         self.pool.on_wait_ns = self.sender_metrics.record_buffer_wait
+        self.pool.on_exhausted = self.sender_metrics.buffer_exhausted.record
         self.sender = Sender(
             config,
             self.network,
@@ -493,13 +494,11 @@ class Producer:
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         core = self._core = _ProducerCore(config)
-        loop = _sync.get_loop()
         try:
             _sync.run(core.start())
         except BaseException:
             _sync.run(core.close(0))
             raise
-        self._loop = loop
 
     @property
     def client_id(self) -> str:

@@ -56,12 +56,6 @@ class ProduceResult:
     def done(self) -> bool:
         return self._done
 
-    def add_callback_unlocked(
-        self, future: RecordFuture, callback: Callable[..., Any], delivery: bool
-    ) -> None:
-        """Register while the batch is still open for appends (nothing can complete it yet)."""
-        self._callbacks.append((future, callback, delivery))  # type: ignore[union-attr]
-
     def add_callback(
         self, future: RecordFuture, callback: Callable[..., Any], delivery: bool
     ) -> None:
