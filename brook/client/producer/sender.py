@@ -237,12 +237,12 @@ class Sender:
             else:
                 self.tracker.record(node, int(now), True)
         batches = acc.drain(cluster, nodes, self.max_request_size, now, idem)
-        self._expire(now)
-        sent = False
+        # Expiring may leave sequences to resolve or an epoch to bump: look again at once.
+        again = self._expire(now)
         for node, node_batches in batches.items():
             self._send_produce(node, node_batches, now)
-            sent = True
-        if sent:
+            again = True
+        if again:
             return 0.0
         if acc.incomplete:
             delay = min(delay, acc.next_expiry_delay(now), self._next_in_flight_expiry(now))
@@ -519,7 +519,9 @@ class Sender:
 
     # -- expiry ----------------------------------------------------------------------------
 
-    def _expire(self, now: float) -> None:
+    def _expire(self, now: float) -> bool:
+        """Fail batches past delivery.timeout.ms; True if there were any."""
+        idem = self.idempotence
         timeout = self.delivery_timeout_ms
         expired = self.accumulator.expired_batches(now)
         for batches in list(self._in_flight_batches.values()):
@@ -534,13 +536,17 @@ class Sender:
             )
             in_flight = batch.in_flight_node >= 0
             self.metrics.record_errors(batch.tp[0], batch.count)
-            if batch.done(-1, -1, KafkaTimeoutError(message)):
+            error = KafkaTimeoutError(message)
+            if batch.done(-1, -1, error):
                 self.accumulator.deallocate(batch)
+                if idem is not None:
+                    idem.handle_failed(batch, error, adjust=False)
             if not in_flight:
                 self._untrack(batch)
-            if self.idempotence is not None and batch.has_sequence and batch.attempts > 0:
+            if idem is not None and batch.has_sequence and batch.attempts > 0:
                 # It may have reached the broker: its sequence is unknown until the rest settle.
-                self.idempotence.mark_sequence_unresolved(batch)
+                idem.mark_sequence_unresolved(batch)
+        return bool(expired)
 
     def _next_in_flight_expiry(self, now: float) -> float:
         earliest = float("inf")

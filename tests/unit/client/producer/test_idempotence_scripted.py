@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from scripted_cluster import RANGES, TOPIC, ProduceCall, ScriptedCluster
+from scripted_cluster import DROP, RANGES, TOPIC, ProduceCall, ScriptedCluster
 
 from brook import AsyncProducer
 from brook.protocol.errors import Errors, KafkaError
@@ -126,5 +126,25 @@ def test_broker_without_init_producer_id_fails_clearly() -> None:
                 meta = await plain.send_and_wait(TOPIC, b"c")
             assert meta.offset == 0
             assert cluster.produce_calls[0].producer_id == -1
+
+    run(main())
+
+
+def test_a_batch_expired_after_it_was_sent_does_not_stick_the_partition() -> None:
+    async def main() -> None:
+        async with ScriptedCluster() as cluster:
+            drops = iter([True, True])
+            cluster.produce[1] = lambda c, node, call: DROP if next(drops, False) else None
+            settings = config(cluster, **{"request.timeout.ms": 600, "delivery.timeout.ms": 800})
+            async with AsyncProducer(settings) as producer:
+                lost = await producer.send(TOPIC, b"a")
+                with pytest.raises(KafkaError) as info:
+                    await lost
+                assert info.value.name == "REQUEST_TIMED_OUT"
+                meta = await producer.send_and_wait(TOPIC, b"b")
+            assert meta.offset == 0
+            last = cluster.produce_calls[-1]
+            # "a" may or may not have landed: "b" starts over under a new epoch.
+            assert (last.producer_epoch, last.base_sequence) == (1, 0)
 
     run(main())
