@@ -9,9 +9,11 @@ import threading
 
 import pytest
 from readback import consume, create_topic
+from support import BrookProcess
 
 from brook import AsyncProducer, Producer
 from brook.client import NetworkError, RecordMetadata, RecordTooLargeError
+from brook.client.admin import Admin, NewTopic
 from brook.config.defs import ConfigError
 from brook.protocol.errors import KafkaError
 
@@ -200,3 +202,17 @@ def test_unknown_config_key_is_named() -> None:
     with pytest.raises(ConfigError) as info:
         Producer({"bootstrap.servers": "127.0.0.1:9", "lingr.ms": 5})
     assert "lingr.ms" in str(info.value)
+
+
+def test_broker_rejection_reaches_the_future_with_its_kafka_name(
+    brook_session: BrookProcess, unique_topic: str
+) -> None:
+    with Admin({"bootstrap.servers": brook_session.bootstrap}) as admin:
+        admin.create_topics([NewTopic(unique_topic, 1, 1, configs={"max.message.bytes": "1000"})])
+    with Producer({"bootstrap.servers": brook_session.bootstrap, "linger.ms": 0}) as producer:
+        future = producer.send(unique_topic, b"x" * 3000)
+        with pytest.raises(KafkaError) as info:
+            future.result(20)
+        assert info.value.name in ("MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE")
+        assert not info.value.retriable
+        assert producer.send(unique_topic, b"small").result(20).offset >= 0
