@@ -27,6 +27,7 @@ from brook.protocol.batch import HEADER_SIZE
 
 from .batch import CompressionRatioEstimator, ProducerBatch
 from .buffer_pool import BufferPool
+from .errors import ProducerClosedError
 from .idempotence import IdempotenceManager
 from .record import RecordFuture
 
@@ -209,6 +210,8 @@ class RecordAccumulator:
                 effective = partition
             dq = state.deques.get(effective) or self._deque(state, effective)
             with dq.lock:
+                if self.closed:
+                    raise ProducerClosedError("the producer was closed while send() was running")
                 batches = dq.batches
                 last = batches[-1] if batches else None
                 if info is not None:
@@ -241,6 +244,9 @@ class RecordAccumulator:
                     return NeedMemory(size)
                 reserved = size
             with dq.lock:
+                if self.closed:
+                    self.pool.deallocate(reserved)
+                    raise ProducerClosedError("the producer was closed while send() was running")
                 batches = dq.batches
                 last = batches[-1] if batches else None
                 if info is not None:

@@ -336,6 +336,8 @@ class _ProducerCore:
         if self.closed:
             return
         self.closed = True
+        # Queued batches go out without lingering; appends still in progress fail.
+        self.accumulator.closed = True
         if not self.started:
             return
         sender = self.sender

@@ -14,6 +14,7 @@ from brook.client.partitioner import UNKNOWN_PARTITION, BuiltInPartitioner, Node
 from brook.client.producer.accumulator import ABORTED, NeedMemory, RecordAccumulator
 from brook.client.producer.batch import encode_record_body
 from brook.client.producer.buffer_pool import BufferPool
+from brook.client.producer.errors import ProducerClosedError
 from brook.client.producer.idempotence import IdempotenceManager
 from brook.client.producer.record import RecordFuture
 from brook.protocol.batch import HEADER_SIZE
@@ -229,3 +230,15 @@ def test_concurrent_appends_lose_and_duplicate_nothing() -> None:
     assert sum(b.count for b in drained) == 8000 == len(futures)
     assert len({id(f) for f in futures}) == 8000
     assert HEADER_SIZE < max(b.estimated_size() for b in drained) <= 2000
+
+
+def test_appends_fail_once_the_accumulator_is_closed() -> None:
+    c = cluster()
+    acc = accumulator()
+    append(acc, c, partition=0)
+    acc.closed = True
+    with pytest.raises(ProducerClosedError):
+        acc.append(TOPIC, 0, 0, BODY, -1, 100, None, c)
+    # Queued batches become sendable at once (no linger) while closing.
+    created = next(iter(acc.incomplete)).created_ms
+    assert acc.ready(c, created).nodes == {1}

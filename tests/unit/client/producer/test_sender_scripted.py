@@ -12,7 +12,7 @@ import pytest
 from scripted_cluster import DROP, TOPIC, ProduceCall, ScriptedCluster
 
 from brook import AsyncProducer, Producer
-from brook.client import BufferExhaustedError, KafkaTimeoutError
+from brook.client import BufferExhaustedError, KafkaTimeoutError, ProducerClosedError
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.produce_codec import PartitionProduceResult
 
@@ -169,3 +169,31 @@ def test_sync_producer_against_scripted_broker_acks_zero() -> None:
             assert sum(c.count for c in cluster.produce_calls) == 5
 
     run(serve())
+
+
+def test_close_delivers_what_is_queued_then_send_is_refused() -> None:
+    async def main() -> None:
+        async with ScriptedCluster() as cluster:
+            producer = AsyncProducer(config(cluster, **{"linger.ms": 60000}))
+            await producer.start()
+            future = await producer.send(TOPIC, b"v")
+            await producer.close()  # no lingering for a minute: sent at once
+            assert (await future).offset == 0
+            with pytest.raises(ProducerClosedError):
+                await producer.send(TOPIC, b"late")
+
+    run(main())
+
+
+def test_forced_close_fails_what_cannot_be_delivered() -> None:
+    async def main() -> None:
+        async with ScriptedCluster() as cluster:
+            cluster.produce[1] = lambda c, node, call: DROP
+            producer = AsyncProducer(config(cluster))
+            await producer.start()
+            future = await producer.send(TOPIC, b"v")
+            await producer.close(timeout=0.2)
+            with pytest.raises(ProducerClosedError):
+                await future
+
+    run(main())
