@@ -21,7 +21,6 @@ from brook.client.partitioner import (
     BuiltInPartitioner,
     LoadStatsCollector,
     NodeLatencyTracker,
-    StickyPartitionInfo,
 )
 from brook.protocol.batch import HEADER_SIZE
 
@@ -87,24 +86,6 @@ class ReadyCheck:
 
 def now_ms() -> float:
     return time.monotonic() * 1000
-
-
-def _count_bytes(
-    bip: BuiltInPartitioner, info: StickyPartitionInfo, appended: int, cluster: ClusterMetadata,
-    enable_switch: bool,
-) -> None:
-    """``bip.update_partition_info`` for an append to an open batch, under the deque lock.
-
-    Below the sticky batch size that call only adds to ``info.produced_bytes`` (the deque
-    lock already serialises the appends to the sticky partition; adding to an info that is
-    no longer current changes nothing), so the locked call is made only when a switch may be
-    due: it saves most of the per-record cost of the partitioner.
-    """
-    produced = info.produced_bytes + appended
-    if produced < bip.sticky_batch_size:
-        info.produced_bytes = produced
-    else:
-        bip.update_partition_info(info, appended, cluster, enable_switch)
 
 
 def _yield_gil() -> None:
@@ -201,6 +182,7 @@ class RecordAccumulator:
         """
         state = self._topics.get(topic) or self._topic(topic)
         bip = state.partitioner
+        sticky = bip.sticky_batch_size
         while True:
             if partition == UNKNOWN_PARTITION:
                 info = bip.peek_current_partition(cluster)
@@ -226,7 +208,15 @@ class RecordAccumulator:
                     if future is not None:
                         full = last.estimated >= last.write_limit
                         if info is not None:
-                            _count_bytes(bip, info, last.estimated - before, cluster, full)
+                            # bip.update_partition_info, made only when a switch may be due:
+                            # below the sticky batch size it would only add the bytes.
+                            produced = info.produced_bytes + last.estimated - before
+                            if produced < sticky:
+                                info.produced_bytes = produced
+                            else:
+                                bip.update_partition_info(
+                                    info, last.estimated - before, cluster, full
+                                )
                         if reserved:
                             self.pool.deallocate(reserved)
                         if full:
