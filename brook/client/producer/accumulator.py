@@ -24,7 +24,7 @@ from brook.client.partitioner import (
 )
 from brook.protocol.batch import HEADER_SIZE
 
-from .batch import CompressionRatioEstimator, ProducerBatch
+from .batch import RECORD_OVERHEAD, CompressionRatioEstimator, ProducerBatch
 from .buffer_pool import BufferPool
 from .errors import ProducerClosedError
 from .idempotence import IdempotenceManager
@@ -33,8 +33,6 @@ from .record import RecordFuture
 __all__ = ["ABORTED", "NeedMemory", "PartitionDeque", "ReadyCheck", "RecordAccumulator"]
 
 TopicPartition = tuple[str, int]
-# Length prefix, attributes and the two deltas of a record, generously (Java's upper bound).
-_RECORD_OVERHEAD = 21
 
 
 class _Aborted:
@@ -229,7 +227,7 @@ class RecordAccumulator:
                     self.pool.deallocate(reserved)
                 return ABORTED
             if not reserved:
-                size = max(self.batch_size, HEADER_SIZE + len(body) + _RECORD_OVERHEAD)
+                size = max(self.batch_size, HEADER_SIZE + len(body) + RECORD_OVERHEAD)
                 if not self.pool.try_allocate(size):
                     return NeedMemory(size)
                 reserved = size

@@ -22,6 +22,7 @@ from brook.protocol.primitives import uvarint
 from .record import ProduceResult, RecordFuture
 
 __all__ = [
+    "RECORD_OVERHEAD",
     "CompressionRatioEstimator",
     "ProducerBatch",
     "encode_headers",
@@ -38,6 +39,10 @@ _DETERIORATE_STEP = 0.05
 _AFTER_CRC = struct.Struct(">hiqqqhii")
 _PREFIX = struct.Struct(">qiib")
 _UINT32 = struct.Struct(">I")
+
+# A record's length prefix, attributes and two deltas, generously: Java's upper bound, used
+# for the max.request.size check and the memory a new batch reserves.
+RECORD_OVERHEAD = 21
 
 # Zig-zag varints of small values, the common case for every record field.
 _ZZ_CACHE = 1 << 14

@@ -31,7 +31,7 @@ from brook.protocol.compression import CODEC_BY_NAME
 from brook.protocol.errors import Errors, KafkaError, error_info
 
 from .accumulator import ABORTED, NeedMemory, RecordAccumulator
-from .batch import encode_headers, encode_record_body
+from .batch import RECORD_OVERHEAD, encode_headers, encode_record_body
 from .buffer_pool import BufferPool
 from .errors import KafkaTimeoutError, ProducerClosedError, RecordTooLargeError
 from .idempotence import IdempotenceManager
@@ -43,7 +43,6 @@ __all__ = ["AsyncProducer", "Producer"]
 
 HeadersArg = Sequence[tuple[str, bytes | str | None]] | Mapping[str, bytes | str | None] | None
 _BYTES = (bytes, bytearray, memoryview)
-_RECORD_OVERHEAD = 21  # a record's length, attributes and deltas, generously (Java's bound)
 # Topic errors that mean "not there yet": the producer keeps waiting for metadata.
 _WAIT_TOPIC_ERRORS = {Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.LEADER_NOT_AVAILABLE}
 
@@ -191,7 +190,7 @@ class _ProducerCore:
             value = _bytes(value, "value")
         body = encode_record_body(key, value, _headers(headers) if headers else None)
         # Java's ensureValidRecordSize on the batch-plus-record upper bound.
-        size = HEADER_SIZE + _RECORD_OVERHEAD + len(body)
+        size = HEADER_SIZE + RECORD_OVERHEAD + len(body)
         if size > self.max_record_size:
             self._too_large(size)
         if timestamp_ms is None:

@@ -449,12 +449,15 @@ class Sender:
     def _complete_all(
         self, batches: list[ProducerBatch], error: BaseException, now: float
     ) -> None:
-        code = error.code if isinstance(error, KafkaError) else Errors.NETWORK_EXCEPTION
-        if isinstance(error, NetworkError):
-            code = Errors.NETWORK_EXCEPTION
+        """Every batch of a request that got no usable response, with one error."""
+        code = Errors.NETWORK_EXCEPTION
+        message = str(error)
+        if isinstance(error, KafkaError):
+            code = error.code
+            message = error.message or error.name
         for batch in batches:
             result = PartitionProduceResult(batch.tp[1], code)
-            result.error_message = str(error)
+            result.error_message = message
             self._complete(batch, result, now, {})
 
     def _complete(
