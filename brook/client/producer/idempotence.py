@@ -113,10 +113,9 @@ class IdempotenceManager:
         self.state = State.INITIALIZING
 
     def set_producer_id(self, producer_id: int, epoch: int) -> None:
-        """InitProducerId answered: every partition starts over at sequence 0."""
+        """InitProducerId answered. Each partition starts over at sequence 0 under the new id
+        once the batches it still has in flight under an old one are done (see :meth:`stamp`)."""
         self.producer_id_and_epoch = ProducerIdAndEpoch(producer_id, epoch)
-        self._partitions.clear()
-        self._unresolved.clear()
         self.state = State.READY
         log.info("producer id %d, epoch %d", producer_id, epoch)
 

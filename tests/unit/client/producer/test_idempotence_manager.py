@@ -131,3 +131,14 @@ def test_init_failures() -> None:
     assert m.needs_producer_id()
     m.init_failed(KafkaError(Errors.CLUSTER_AUTHORIZATION_FAILED))
     assert m.has_fatal_error and m.should_stop_drain(batch())
+
+
+def test_a_new_producer_id_waits_for_batches_in_flight_under_the_old_one() -> None:
+    m = ready()
+    a, b = batch(), batch()
+    m.stamp(a)
+    m.set_producer_id(77, 0)  # after an epoch overflow
+    assert m.should_stop_drain(b)
+    m.handle_completed(a, 0)
+    m.stamp(b)
+    assert (b.producer_id, b.producer_epoch, b.base_sequence) == (77, 0, 0)
