@@ -59,11 +59,6 @@ class PartitionDeque:
         self.lock = threading.Lock()
         self.batches: deque[ProducerBatch] = deque()
 
-    def all_full(self) -> bool:
-        """Empty, or the last batch is full: the partitioner may switch (KIP-794)."""
-        batches = self.batches
-        return not batches or batches[-1].is_full()
-
 
 class _Topic:
     __slots__ = ("deques", "partitioner")
@@ -191,6 +186,7 @@ class RecordAccumulator:
             dq = state.deques.get(effective) or self._deque(state, effective)
             with dq.lock:
                 if self.closed:
+                    self.pool.deallocate(reserved)
                     raise ProducerClosedError("the producer was closed while send() was running")
                 batches = dq.batches
                 last = batches[-1] if batches else None
