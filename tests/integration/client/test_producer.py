@@ -216,3 +216,32 @@ def test_broker_rejection_reaches_the_future_with_its_kafka_name(
         assert info.value.name in ("MESSAGE_TOO_LARGE", "RECORD_LIST_TOO_LARGE")
         assert not info.value.retriable
         assert producer.send(unique_topic, b"small").result(20).offset >= 0
+
+
+def test_many_threads_share_one_producer(bootstrap: str, unique_topic: str) -> None:
+    create_topic(bootstrap, unique_topic, 3)
+    with Producer({"bootstrap.servers": bootstrap, "batch.size": 4096}) as producer:
+        futures: dict[int, list] = {}
+
+        def worker(n: int) -> None:
+            futures[n] = [
+                producer.send(unique_topic, f"{n}-{i}".encode(), headers={"thread": str(n)})
+                for i in range(3000)
+            ]
+
+        threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        producer.flush()
+        places = {
+            (f.result(0).partition, f.result(0).offset) for fs in futures.values() for f in fs
+        }
+        assert len(places) == 12000
+        assert [p.partition for p in producer.partitions_for(unique_topic)] == [0, 1, 2]
+    stored = consume(bootstrap, unique_topic, 3, 12000)
+    values = [m.value() for m in stored]
+    assert len(values) == 12000 == len(set(values))
+    headers = {h for m in stored for h in m.headers()}
+    assert headers == {("thread", str(n).encode()) for n in range(4)}
