@@ -32,6 +32,7 @@ lint: $(TEST_STAMP)
 
 bench: $(TEST_STAMP)
 	$(BIN)/python -m bench.broker_throughput
+	$(BIN)/python -m bench.producer_clients
 
 clean:
 	rm -rf $(VENV) data .pytest_cache
