@@ -15,6 +15,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "console-consumer": (
         "brook.cli.console_consumer", "print records to stdout (kafka-console-consumer)"
     ),
+    "console-producer": (
+        "brook.cli.console_producer", "send lines of stdin as records (kafka-console-producer)"
+    ),
+    "producer-perf-test": (
+        "brook.cli.producer_perf_test", "producer throughput and latency (kafka-producer-perf-test)"
+    ),
+    "consumer-perf-test": (
+        "brook.cli.consumer_perf_test", "consumer throughput (kafka-consumer-perf-test)"
+    ),
     "get-offsets": ("brook.cli.get_offsets", "offsets of partitions at a time (kafka-get-offsets)"),
 }
 
