@@ -10,6 +10,7 @@ A length of -1 means null.
 
 from __future__ import annotations
 
+import os
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -247,6 +248,8 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
 
 def _headers(data: bytes, pos: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
     count, pos = _varint(data, pos)
+    if count < 0:
+        raise CorruptBatch("negative header count")
     out = []
     for _ in range(count):
         klen, pos = _varint(data, pos)
@@ -255,7 +258,9 @@ def _headers(data: bytes, pos: int) -> tuple[tuple[tuple[str, bytes | None], ...
         hkey = data[pos : pos + klen].decode("utf-8", "replace")
         pos += klen
         vlen, pos = _varint(data, pos)
-        if vlen < 0:
+        if vlen < -1:
+            raise CorruptBatch("record length does not match its fields")
+        if vlen == -1:
             out.append((hkey, None))
         else:
             out.append((hkey, data[pos : pos + vlen]))
@@ -263,7 +268,7 @@ def _headers(data: bytes, pos: int) -> tuple[tuple[tuple[str, bytes | None], ...
     return tuple(out), pos
 
 
-def decode_records_into(
+def _decode_records_into_py(
     out: list[Any],
     record_type: type,
     data: bytes,
@@ -280,17 +285,7 @@ def decode_records_into(
     start: int = 0,
     end: int | None = None,
 ) -> None:
-    """Append the records of one batch's (decompressed) record data to ``out``.
-
-    The records are ``data[start:end]`` (all of ``data`` by default): an uncompressed batch
-    is decoded where it lies in the fetched bytes, without copying it out first.
-
-    Each record is ``record_type`` (a tuple subclass) made from the tuple ``(topic, partition,
-    offset, timestamp, timestamp_type, key, value, headers, leader_epoch, key_size,
-    value_size)``; a null key or value has size -1. Records with an offset below
-    ``min_offset`` are skipped. ``log_append_time`` replaces every record's timestamp (the
-    batch's maxTimestamp under LogAppendTime). Raises CorruptBatch for malformed data.
-    """
+    """The pure-Python decoder behind :func:`decode_records_into`, with its contract."""
     append = out.append
     if end is None:
         end = len(data)
@@ -327,12 +322,13 @@ def decode_records_into(
                     ts_delta, pos = _varint(data, pos)
             b = data[pos]
             if b < 0x80:
-                offset = base_offset + (b >> 1)  # offset deltas are never negative
+                offset = base_offset + ((b >> 1) ^ -(b & 1))
                 pos += 1
             else:
                 c = data[pos + 1]
                 if c < 0x80:
-                    offset = base_offset + (((b & 0x7F) | (c << 7)) >> 1)
+                    raw = (b & 0x7F) | (c << 7)
+                    offset = base_offset + ((raw >> 1) ^ -(raw & 1))
                     pos += 2
                 else:
                     delta, pos = _varint(data, pos)
@@ -347,10 +343,12 @@ def decode_records_into(
                 pos += 1
             else:
                 if b < 0x80:
-                    key_size = b >> 1
+                    key_size = (b >> 1) ^ -(b & 1)
                     pos += 1
                 else:
                     key_size, pos = _varint(data, pos)
+                if key_size < 0:
+                    raise CorruptBatch("record length does not match its fields")
                 key = data[pos : pos + key_size]
                 pos += key_size
             b = data[pos]
@@ -360,15 +358,18 @@ def decode_records_into(
                 pos += 1
             else:
                 if b < 0x80:
-                    value_size = b >> 1
+                    value_size = (b >> 1) ^ -(b & 1)
                     pos += 1
                 else:
                     c = data[pos + 1]
                     if c < 0x80:
-                        value_size = ((b & 0x7F) | (c << 7)) >> 1
+                        raw = (b & 0x7F) | (c << 7)
+                        value_size = (raw >> 1) ^ -(raw & 1)
                         pos += 2
                     else:
                         value_size, pos = _varint(data, pos)
+                if value_size < 0:
+                    raise CorruptBatch("record length does not match its fields")
                 value = data[pos : pos + value_size]
                 pos += value_size
             if data[pos] == 0:
@@ -376,7 +377,7 @@ def decode_records_into(
                 pos += 1
             else:
                 headers, pos = _headers(data, pos)
-            if pos != record_end or key_size < -1 or value_size < -1:
+            if pos != record_end:
                 raise CorruptBatch("record length does not match its fields")
             append(
                 _new_tuple(
@@ -398,6 +399,59 @@ def decode_records_into(
             )
     except IndexError:
         raise CorruptBatch("record runs past its batch") from None
+
+
+try:
+    if os.environ.get("BROOK_NO_SPEEDUPS"):
+        raise ImportError("speedups turned off by BROOK_NO_SPEEDUPS")
+    from . import _crecords
+except ImportError:
+    _crecords = None  # type: ignore[assignment]
+
+
+def decode_records_into(
+    out: list[Any],
+    record_type: type,
+    data: bytes,
+    count: int,
+    *,
+    base_offset: int,
+    base_timestamp: int,
+    topic: str,
+    partition: int,
+    timestamp_type: int,
+    leader_epoch: int,
+    min_offset: int = 0,
+    log_append_time: int | None = None,
+    start: int = 0,
+    end: int | None = None,
+) -> None:
+    """Append the records of one batch's (decompressed) record data to ``out``.
+
+    The records are ``data[start:end]`` (all of ``data`` by default): an uncompressed batch
+    is decoded where it lies in the fetched bytes, without copying it out first.
+
+    Each record is ``record_type`` (a tuple subclass) made from the tuple ``(topic, partition,
+    offset, timestamp, timestamp_type, key, value, headers, leader_epoch, key_size,
+    value_size)``; a null key or value has size -1. Records with an offset below
+    ``min_offset`` are skipped. ``log_append_time`` replaces every record's timestamp (the
+    batch's maxTimestamp under LogAppendTime). Raises CorruptBatch for malformed data.
+
+    The work is done by the C decoder (``_crecords``) when it was built, else by
+    :func:`_decode_records_into_py`; the two give the same records and the same errors.
+    """
+    if _crecords is None:
+        _decode_records_into_py(
+            out, record_type, data, count, base_offset=base_offset,
+            base_timestamp=base_timestamp, topic=topic, partition=partition,
+            timestamp_type=timestamp_type, leader_epoch=leader_epoch, min_offset=min_offset,
+            log_append_time=log_append_time, start=start, end=end,
+        )
+    else:
+        _crecords.decode_into(
+            out, record_type, data, count, base_offset, base_timestamp, topic, partition,
+            timestamp_type, leader_epoch, min_offset, log_append_time, start, end,
+        )
 
 
 def batch_payload(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> bytes:

@@ -1,0 +1,281 @@
+/*
+ * The consumer's record decoder in C: the same contract as the pure-Python
+ * brook.protocol.records._decode_records_into_py, which stays the reference and the
+ * fallback when this module is not built. Every read is bounds-checked against the
+ * record's own length; malformed input raises brook.protocol.batch.CorruptBatch.
+ *
+ *   record := length varint, attributes int8, timestampDelta varlong, offsetDelta varint,
+ *             keyLength varint, key, valueLength varint, value,
+ *             headerCount varint, (keyLength varint, key utf8, valueLength varint, value)*
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+static PyObject *CorruptBatch = NULL;
+
+/* A zigzag varint of at most 10 bytes from [*pos, end); -1 and an exception on failure. */
+static int
+read_varint(const unsigned char *data, Py_ssize_t *pos, Py_ssize_t end, int64_t *out)
+{
+    uint64_t raw = 0;
+    int shift = 0;
+    Py_ssize_t p = *pos;
+    for (;;) {
+        if (p >= end) {
+            PyErr_SetString(CorruptBatch, "record runs past its batch");
+            return -1;
+        }
+        unsigned char b = data[p++];
+        raw |= (uint64_t)(b & 0x7F) << shift;
+        if (!(b & 0x80)) {
+            break;
+        }
+        shift += 7;
+        if (shift > 63) {
+            PyErr_SetString(CorruptBatch, "varint too long");
+            return -1;
+        }
+    }
+    *pos = p;
+    *out = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+    return 0;
+}
+
+/* A nullable byte string of the varint length at *pos; Py_None for length -1. */
+static PyObject *
+read_bytes(const unsigned char *data, Py_ssize_t *pos, Py_ssize_t end, int64_t *size)
+{
+    if (read_varint(data, pos, end, size) < 0) {
+        return NULL;
+    }
+    if (*size == -1) {
+        Py_RETURN_NONE;
+    }
+    if (*size < -1 || *size > end - *pos) {
+        PyErr_SetString(CorruptBatch, "record length does not match its fields");
+        return NULL;
+    }
+    PyObject *result = PyBytes_FromStringAndSize((const char *)data + *pos, (Py_ssize_t)*size);
+    *pos += (Py_ssize_t)*size;
+    return result;
+}
+
+static PyObject *
+read_headers(const unsigned char *data, Py_ssize_t *pos, Py_ssize_t end)
+{
+    int64_t count;
+    if (read_varint(data, pos, end, &count) < 0) {
+        return NULL;
+    }
+    if (count < 0 || count > end - *pos) {
+        PyErr_SetString(CorruptBatch, "record length does not match its fields");
+        return NULL;
+    }
+    PyObject *headers = PyTuple_New((Py_ssize_t)count);
+    if (headers == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < (Py_ssize_t)count; i++) {
+        int64_t klen, vlen;
+        if (read_varint(data, pos, end, &klen) < 0) {
+            goto fail;
+        }
+        if (klen < 0 || klen > end - *pos) {
+            PyErr_SetString(CorruptBatch, klen < 0 ? "null header key"
+                                                   : "record length does not match its fields");
+            goto fail;
+        }
+        PyObject *name = PyUnicode_DecodeUTF8((const char *)data + *pos, (Py_ssize_t)klen,
+                                              "replace");
+        if (name == NULL) {
+            goto fail;
+        }
+        *pos += (Py_ssize_t)klen;
+        PyObject *value = read_bytes(data, pos, end, &vlen);
+        if (value == NULL) {
+            Py_DECREF(name);
+            goto fail;
+        }
+        PyObject *pair = PyTuple_Pack(2, name, value);
+        Py_DECREF(name);
+        Py_DECREF(value);
+        if (pair == NULL) {
+            goto fail;
+        }
+        PyTuple_SET_ITEM(headers, i, pair);
+    }
+    return headers;
+fail:
+    Py_DECREF(headers);
+    return NULL;
+}
+
+/* decode_into(out, record_type, data, count, base_offset, base_timestamp, topic, partition,
+ *             timestamp_type, leader_epoch, min_offset, log_append_time, start, end) */
+static PyObject *
+decode_into(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 14) {
+        PyErr_SetString(PyExc_TypeError, "decode_into takes exactly 14 arguments");
+        return NULL;
+    }
+    PyObject *out = args[0];
+    PyTypeObject *record_type = (PyTypeObject *)args[1];
+    if (!PyList_Check(out) || !PyType_Check(args[1]) ||
+        !PyType_IsSubtype(record_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "decode_into needs a list and a tuple subclass");
+        return NULL;
+    }
+    Py_ssize_t count = PyLong_AsSsize_t(args[3]);
+    long long base_offset = PyLong_AsLongLong(args[4]);
+    long long base_timestamp = PyLong_AsLongLong(args[5]);
+    long long min_offset = PyLong_AsLongLong(args[10]);
+    int has_append_time = args[11] != Py_None;
+    long long append_time = has_append_time ? PyLong_AsLongLong(args[11]) : 0;
+    Py_ssize_t start = PyLong_AsSsize_t(args[12]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    PyObject *topic = args[6], *partition = args[7], *timestamp_type = args[8];
+    PyObject *leader_epoch = args[9];
+
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[2], &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    const unsigned char *data = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len;
+    if (args[13] != Py_None) {
+        end = PyLong_AsSsize_t(args[13]);
+        if (end == -1 && PyErr_Occurred()) {
+            goto fail;
+        }
+    }
+    if (start < 0 || end > view.len || start > end) {
+        PyErr_SetString(PyExc_ValueError, "start and end must lie within the data");
+        goto fail;
+    }
+
+    Py_ssize_t pos = start;
+    PyObject *log_time = has_append_time ? PyLong_FromLongLong(append_time) : NULL;
+    if (has_append_time && log_time == NULL) {
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int64_t length, ts_delta, offset_delta, key_size, value_size;
+        if (read_varint(data, &pos, end, &length) < 0) {
+            goto fail_record;
+        }
+        if (length < 6 || length > end - pos) {
+            PyErr_SetString(CorruptBatch, "record runs past its batch");
+            goto fail_record;
+        }
+        Py_ssize_t record_end = pos + (Py_ssize_t)length;
+        pos += 1; /* attributes: unused in v2 */
+        if (read_varint(data, &pos, record_end, &ts_delta) < 0 ||
+            read_varint(data, &pos, record_end, &offset_delta) < 0) {
+            goto fail_record;
+        }
+        long long offset = base_offset + offset_delta;
+        if (offset < min_offset) {
+            pos = record_end;
+            continue;
+        }
+        PyObject *key = read_bytes(data, &pos, record_end, &key_size);
+        if (key == NULL) {
+            goto fail_record;
+        }
+        PyObject *value = read_bytes(data, &pos, record_end, &value_size);
+        if (value == NULL) {
+            Py_DECREF(key);
+            goto fail_record;
+        }
+        PyObject *headers = read_headers(data, &pos, record_end);
+        if (headers == NULL) {
+            Py_DECREF(key);
+            Py_DECREF(value);
+            goto fail_record;
+        }
+        if (pos != record_end) {
+            Py_DECREF(key);
+            Py_DECREF(value);
+            Py_DECREF(headers);
+            PyErr_SetString(CorruptBatch, "record length does not match its fields");
+            goto fail_record;
+        }
+        PyObject *record = record_type->tp_alloc(record_type, 11);
+        PyObject *offset_obj = PyLong_FromLongLong(offset);
+        PyObject *ts_obj = has_append_time ? Py_NewRef(log_time)
+                                           : PyLong_FromLongLong(base_timestamp + ts_delta);
+        PyObject *key_size_obj = PyLong_FromLongLong(key_size);
+        PyObject *value_size_obj = PyLong_FromLongLong(value_size);
+        if (record == NULL || offset_obj == NULL || ts_obj == NULL || key_size_obj == NULL ||
+            value_size_obj == NULL) {
+            Py_XDECREF(record);
+            Py_XDECREF(offset_obj);
+            Py_XDECREF(ts_obj);
+            Py_XDECREF(key_size_obj);
+            Py_XDECREF(value_size_obj);
+            Py_DECREF(key);
+            Py_DECREF(value);
+            Py_DECREF(headers);
+            goto fail_record;
+        }
+        PyTuple_SET_ITEM(record, 0, Py_NewRef(topic));
+        PyTuple_SET_ITEM(record, 1, Py_NewRef(partition));
+        PyTuple_SET_ITEM(record, 2, offset_obj);
+        PyTuple_SET_ITEM(record, 3, ts_obj);
+        PyTuple_SET_ITEM(record, 4, Py_NewRef(timestamp_type));
+        PyTuple_SET_ITEM(record, 5, key);
+        PyTuple_SET_ITEM(record, 6, value);
+        PyTuple_SET_ITEM(record, 7, headers);
+        PyTuple_SET_ITEM(record, 8, Py_NewRef(leader_epoch));
+        PyTuple_SET_ITEM(record, 9, key_size_obj);
+        PyTuple_SET_ITEM(record, 10, value_size_obj);
+        int appended = PyList_Append(out, record);
+        Py_DECREF(record);
+        if (appended < 0) {
+            goto fail_record;
+        }
+    }
+    Py_XDECREF(log_time);
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+
+fail_record:
+    Py_XDECREF(log_time);
+fail:
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"decode_into", (PyCFunction)(void (*)(void))decode_into, METH_FASTCALL,
+     "Append the records of one batch's record data to a list (see records.py)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "_crecords",
+    .m_doc = "Record decoding in C for Brook's consumer.",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC
+PyInit__crecords(void)
+{
+    PyObject *batch = PyImport_ImportModule("brook.protocol.batch");
+    if (batch == NULL) {
+        return NULL;
+    }
+    CorruptBatch = PyObject_GetAttrString(batch, "CorruptBatch");
+    Py_DECREF(batch);
+    if (CorruptBatch == NULL) {
+        return NULL;
+    }
+    return PyModule_Create(&module);
+}
