@@ -9,7 +9,8 @@ TEST_STAMP := $(VENV)/.brook-test-installed
 
 .PHONY: run test lint bench clean
 
-$(STAMP): pyproject.toml
+# The C record decoder is built by the install, so a change to it reinstalls.
+$(STAMP): pyproject.toml brook/protocol/_crecords.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e .
