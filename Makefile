@@ -25,7 +25,8 @@ run: $(STAMP)
 test: $(TEST_STAMP)
 	scripts/install-system-deps
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) SPARK_LOCAL_IP=127.0.0.1 \
+		$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
