@@ -131,8 +131,11 @@ def read_range(
                 yield records_to_arrow(pending, topic, partition, include_headers)
 
 
-def read_partition(partition: RangePartition) -> Iterator[pa.RecordBatch]:
-    """``read()`` of the batch and the streaming reader: the task's whole range."""
+def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    """``read()`` of the batch and the streaming reader: the task's whole range. Spark runs
+    one task with a bare InputPartition when a plan has no ranges: it reads nothing."""
+    if not isinstance(partition, RangePartition):
+        return
     yield from read_range(
         partition.client_config,
         partition.topic,

@@ -9,6 +9,7 @@ import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from brook.client.config import (
     CONSUMER_CONFIG,
@@ -32,6 +33,7 @@ __all__ = [
     "SinkOptions",
     "SourceOptions",
     "Subscription",
+    "check_source_options",
     "parse_sink_options",
     "parse_source_options",
     "parse_time_ms",
@@ -384,29 +386,8 @@ def _tps(offsets: Mapping[TopicPartitionKey, int]) -> str:
     return "[" + ", ".join(f"{t}-{p}" for t, p in sorted(offsets)) + "]"
 
 
-def parse_source_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
-    """Validate the source options of a streaming or a batch read (Spark's checks, in order)."""
-    options = _lower(raw)
-    if streaming:
-        if "endingoffsets" in options:
-            raise OptionError("ending offset not valid in streaming queries")
-        if "endingoffsetsbytimestamp" in options:
-            raise OptionError("ending timestamp not valid in streaming queries")
-        starting = _offset_limit(
-            options, "startingtimestamp", "startingoffsetsbytimestamp", "startingoffsets",
-            LATEST_LIMIT,
-        )
-        ending = LATEST_LIMIT
-    else:
-        starting = _offset_limit(
-            options, "startingtimestamp", "startingoffsetsbytimestamp", "startingoffsets",
-            EARLIEST_LIMIT,
-        )
-        ending = _offset_limit(
-            options, "endingtimestamp", "endingoffsetsbytimestamp", "endingoffsets", LATEST_LIMIT
-        )
-        _check_batch_limits(starting, ending)
-
+def _general(options: Mapping[str, str]) -> dict[str, Any]:
+    """The checks Spark's validateGeneralOptions makes for batch and streaming reads alike."""
     subscription = _subscription(options)
     min_partitions = _long(options, "minPartitions")
     if min_partitions is not None and min_partitions <= 0:
@@ -431,24 +412,57 @@ def parse_source_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOp
     poll_timeout = _long(options, "kafkaConsumer.pollTimeoutMs")
     retries = _long(options, "fetchOffset.numRetries")
     interval = _long(options, "fetchOffset.retryIntervalMs")
+    return {
+        "subscription": subscription,
+        "client_config": client_config,
+        "fail_on_data_loss": _bool(options, "failOnDataLoss", True),
+        "include_headers": _bool(options, "includeHeaders", False),
+        "min_partitions": min_partitions,
+        "max_records_per_partition": max_records,
+        "max_offsets_per_trigger": max_offsets,
+        "min_offsets_per_trigger": min_offsets,
+        "max_trigger_delay_ms": delay,
+        "poll_timeout_ms": DEFAULT_POLL_TIMEOUT_MS if poll_timeout is None else poll_timeout,
+        "fetch_offset_retries": 3 if retries is None else retries,
+        "fetch_offset_retry_interval_ms": 10 if interval is None else interval,
+    }
+
+
+def check_source_options(raw: Mapping[str, str]) -> None:
+    """Validate what does not depend on batch or streaming, when the DataFrame is defined."""
+    _general(_lower(raw))
+
+
+def parse_source_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
+    """Validate the source options of a streaming or a batch read (Spark's checks, in order)."""
+    options = _lower(raw)
+    if streaming:
+        if "endingoffsets" in options:
+            raise OptionError("ending offset not valid in streaming queries")
+        if "endingoffsetsbytimestamp" in options:
+            raise OptionError("ending timestamp not valid in streaming queries")
+        starting = _offset_limit(
+            options, "startingtimestamp", "startingoffsetsbytimestamp", "startingoffsets",
+            LATEST_LIMIT,
+        )
+        ending = LATEST_LIMIT
+    else:
+        starting = _offset_limit(
+            options, "startingtimestamp", "startingoffsetsbytimestamp", "startingoffsets",
+            EARLIEST_LIMIT,
+        )
+        ending = _offset_limit(
+            options, "endingtimestamp", "endingoffsetsbytimestamp", "endingoffsets", LATEST_LIMIT
+        )
+        _check_batch_limits(starting, ending)
+
     return SourceOptions(
-        subscription=subscription,
         starting=starting,
         ending=ending,
-        client_config=client_config,
-        fail_on_data_loss=_bool(options, "failOnDataLoss", True),
-        include_headers=_bool(options, "includeHeaders", False),
-        min_partitions=min_partitions,
-        max_records_per_partition=max_records,
-        max_offsets_per_trigger=max_offsets,
-        min_offsets_per_trigger=min_offsets,
-        max_trigger_delay_ms=delay,
-        poll_timeout_ms=DEFAULT_POLL_TIMEOUT_MS if poll_timeout is None else poll_timeout,
-        fetch_offset_retries=3 if retries is None else retries,
-        fetch_offset_retry_interval_ms=10 if interval is None else interval,
         group_id_prefix=options.get(
             "groupidprefix", "spark-kafka-source" if streaming else "spark-kafka-relation"
         ),
+        **_general(options),
     )
 
 

@@ -130,7 +130,6 @@ class BrookBatchReader(DataSourceReader):
             planner.offsets.close()
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, RangePartition)
         return read_partition(partition)
 
 
@@ -221,7 +220,6 @@ class BrookStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return p.tasks(p.skip_lost([r for r in ranges if r.size > 0]))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, RangePartition)
         return read_partition(partition)
 
     def commit(self, end: dict) -> None:

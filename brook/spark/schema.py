@@ -1,29 +1,42 @@
-"""The read schema of Spark's Kafka source (same columns, order and types), as a Spark DDL string
+"""The read schema of Spark's Kafka source (same columns, order and types), as a Spark StructType
 and as the Arrow schema that ``read()`` batches must match exactly, and the checks of a
 DataFrame written to Brook (which columns, which types), with Spark's error texts."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pyarrow as pa
-
-if TYPE_CHECKING:
-    from pyspark.sql.types import StructType
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DataType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 __all__ = [
     "HEADERS_TYPE",
     "WriteColumns",
     "arrow_schema",
-    "read_schema_ddl",
+    "read_schema",
     "validate_write_schema",
 ]
 
-_BASE_DDL = (
-    "key binary, value binary, topic string, partition int, offset long, "
-    "timestamp timestamp, timestampType int"
+_SPARK_HEADERS = ArrayType(
+    StructType([StructField("key", StringType()), StructField("value", BinaryType())])
 )
-_HEADERS_DDL = "headers array<struct<key: string, value: binary>>"
+_SPARK_BASE = [
+    StructField("key", BinaryType()),
+    StructField("value", BinaryType()),
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("offset", LongType()),
+    StructField("timestamp", TimestampType()),
+    StructField("timestampType", IntegerType()),
+]
 
 # What pyspark's to_arrow_schema gives for the Spark types above (timezone UTC).
 HEADERS_TYPE = pa.list_(
@@ -40,9 +53,12 @@ _BASE_ARROW = [
 ]
 
 
-def read_schema_ddl(include_headers: bool) -> str:
+def read_schema(include_headers: bool) -> StructType:
     """The source's schema: headers only with includeHeaders=true, as Spark's Kafka source."""
-    return f"{_BASE_DDL}, {_HEADERS_DDL}" if include_headers else _BASE_DDL
+    fields = list(_SPARK_BASE)
+    if include_headers:
+        fields.append(StructField("headers", _SPARK_HEADERS))
+    return StructType(fields)
 
 
 def arrow_schema(include_headers: bool) -> pa.Schema:
@@ -68,21 +84,9 @@ def validate_write_schema(schema: StructType, topic_option: str | None) -> Write
     """Check a DataFrame written to Brook as Spark's KafkaWriter.validateQuery does: ``value``
     (string or binary) is required, ``key`` (string or binary), ``headers`` and ``partition``
     (int) are optional, ``topic`` (string) is required unless the ``topic`` option is set."""
-    from pyspark.sql.types import (
-        ArrayType,
-        BinaryType,
-        IntegerType,
-        StringType,
-        StructField,
-        StructType,
-    )
-
-    headers_type = ArrayType(
-        StructType([StructField("key", StringType()), StructField("value", BinaryType())])
-    )
     by_name = {f.name: f.dataType for f in schema.fields}
 
-    def check(name: str, desired: list, missing: str | None) -> None:
+    def check(name: str, desired: list[DataType], missing: str | None) -> None:
         if name not in by_name:
             if missing is not None:
                 raise ValueError(missing)
@@ -104,15 +108,13 @@ def validate_write_schema(schema: StructType, topic_option: str | None) -> Write
         )
     check("key", [StringType(), BinaryType()], None)
     check("value", [StringType(), BinaryType()], "Required attribute 'value' not found")
-    check("headers", [headers_type], None)
+    check("headers", [_SPARK_HEADERS], None)
     check("partition", [IntegerType()], None)
     return WriteColumns(schema.fieldNames(), topic_option)
 
 
-def _same_type(a: object, b: object) -> bool:
+def _same_type(a: DataType, b: DataType) -> bool:
     """Types equal ignoring nullability, as Spark's DataTypeUtils.sameType."""
-    from pyspark.sql.types import ArrayType, StructType
-
     if isinstance(a, ArrayType) and isinstance(b, ArrayType):
         return _same_type(a.elementType, b.elementType)
     if isinstance(a, StructType) and isinstance(b, StructType):

@@ -9,9 +9,14 @@ import logging
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader
 from pyspark.sql.types import StructType
 
-from .options import CUSTOM_GROUP_ID_WARNING, parse_sink_options, parse_source_options
+from .options import (
+    CUSTOM_GROUP_ID_WARNING,
+    check_source_options,
+    parse_sink_options,
+    parse_source_options,
+)
 from .reader import BrookBatchReader, BrookStreamReader
-from .schema import read_schema_ddl, validate_write_schema
+from .schema import read_schema, validate_write_schema
 from .sink import BrookStreamWriter, BrookWriter
 
 __all__ = ["BrookDataSource"]
@@ -30,8 +35,11 @@ class BrookDataSource(DataSource):
     def _include_headers(self) -> bool:
         return str(self.options.get("includeheaders", "false")).strip().lower() == "true"
 
-    def schema(self) -> str:
-        return read_schema_ddl(self._include_headers())
+    def schema(self) -> StructType:
+        # Spark asks for the schema only when a read is defined (load()): check the options
+        # there, as Spark's Kafka source does in sourceSchema.
+        check_source_options(self.options)
+        return read_schema(self._include_headers())
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = parse_source_options(self.options, streaming=False)

@@ -85,3 +85,12 @@ def produce(bootstrap: str, topic: str, values: list[bytes], partition: int | No
         producer.flush()
         for f in futures:
             f.result(30)
+
+
+def reader(spark, bootstrap: str, stream: bool = False, **options: str):  # type: ignore[no-untyped-def]
+    """spark.read / spark.readStream of format brook with the given options."""
+    r = (spark.readStream if stream else spark.read).format("brook")
+    r = r.option("kafka.bootstrap.servers", bootstrap)
+    for key, value in options.items():
+        r = r.option(key, value)
+    return r.load()
