@@ -53,6 +53,10 @@ class BrookDataSource(DataSource):
         return BrookStreamReader(options)
 
     def writer(self, schema: StructType, overwrite: bool) -> BrookWriter:
+        if overwrite:
+            raise ValueError(
+                "Save mode Overwrite not allowed for Brook. Allowed save mode is Append."
+            )
         options = parse_sink_options(self.options)
         return BrookWriter(options, validate_write_schema(schema, options.topic))
 
