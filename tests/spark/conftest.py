@@ -30,7 +30,7 @@ def spark_env() -> dict[str, str]:
     }
 
 
-def new_session():  # type: ignore[no-untyped-def]
+def new_session():
     from pyspark.sql import SparkSession
 
     import brook.spark
@@ -87,7 +87,7 @@ def produce(bootstrap: str, topic: str, values: list[bytes], partition: int | No
             f.result(30)
 
 
-def reader(spark, bootstrap: str, stream: bool = False, **options: str):  # type: ignore[no-untyped-def]
+def reader(spark, bootstrap: str, stream: bool = False, **options: str):
     """spark.read / spark.readStream of format brook with the given options."""
     r = (spark.readStream if stream else spark.read).format("brook")
     r = r.option("kafka.bootstrap.servers", bootstrap)

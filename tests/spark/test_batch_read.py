@@ -11,7 +11,7 @@ T0 = 1_700_000_000_000  # record i of a partition is stamped T0 + 1000 * i
 
 
 @pytest.fixture(scope="module")
-def topic(brook_session) -> str:  # type: ignore[no-untyped-def]
+def topic(brook_session) -> str:
     """Two partitions: 0 holds a0..a29, 1 holds b0..b19; keys k<i> on partition 0 only."""
     import uuid
 
@@ -25,7 +25,7 @@ def topic(brook_session) -> str:  # type: ignore[no-untyped-def]
     return name
 
 
-def values(df) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
+def values(df) -> list[tuple[int, int]]:
     return sorted((r.partition, r.offset) for r in df.select("partition", "offset").collect())
 
 

@@ -34,7 +34,7 @@ def _commits(checkpoint: Path) -> int:
     return len([f for f in commits.iterdir() if f.name.isdigit()]) if commits.exists() else 0
 
 
-def _start_slow_query(spark, bootstrap: str, topic: str, tmp_path: Path, fail: bool):  # type: ignore[no-untyped-def]
+def _start_slow_query(spark, bootstrap: str, topic: str, tmp_path: Path, fail: bool):
     """50 records a second, so retention overtakes the query."""
     create_topic(bootstrap, topic, 1, {"segment.bytes": "20000"})
     produce(bootstrap, topic, [b"%04d" % i + b"x" * 300 for i in range(RECORDS)], partition=0)
@@ -62,21 +62,21 @@ def _start_slow_query(spark, bootstrap: str, topic: str, tmp_path: Path, fail: b
 
 
 def test_retention_fails_the_query_when_fail_on_data_loss(
-    spark, broker, unique_topic: str, tmp_path: Path  # type: ignore[no-untyped-def]
+    spark, broker, unique_topic: str, tmp_path: Path
 ) -> None:
     query, _ = _start_slow_query(spark, broker.bootstrap, unique_topic, tmp_path, fail=True)
     try:
         with pytest.raises(Exception) as info:
             query.awaitTermination(120)
         message = str(info.value)
-        assert f"Cannot fetch offset" in message and f"{unique_topic}-0" in message
+        assert "Cannot fetch offset" in message and f"{unique_topic}-0" in message
         assert 'set the source option "failOnDataLoss" to "false"' in message
     finally:
         query.stop()
 
 
 def test_retention_is_skipped_when_not_fail_on_data_loss(
-    spark, broker, unique_topic: str, tmp_path: Path  # type: ignore[no-untyped-def]
+    spark, broker, unique_topic: str, tmp_path: Path
 ) -> None:
     query, name = _start_slow_query(spark, broker.bootstrap, unique_topic, tmp_path, fail=False)
     try:
@@ -94,7 +94,7 @@ def test_retention_is_skipped_when_not_fail_on_data_loss(
 
 
 @pytest.mark.parametrize("fail", [True, False])
-def test_deleted_topic(spark, brook_session, unique_topic: str, tmp_path: Path, fail: bool) -> None:  # type: ignore[no-untyped-def]
+def test_deleted_topic(spark, brook_session, unique_topic: str, tmp_path: Path, fail: bool) -> None:
     bootstrap = brook_session.bootstrap
     kept, doomed = unique_topic + "-kept", unique_topic + "-doomed"
     for topic in (kept, doomed):

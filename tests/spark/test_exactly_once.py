@@ -20,7 +20,7 @@ def _expected(topic_rows: dict[int, int]) -> list[tuple[int, int]]:
     return sorted((p, o) for p, n in topic_rows.items() for o in range(n))
 
 
-def _output(spark, path: Path) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
+def _output(spark, path: Path) -> list[tuple[int, int]]:
     # Read through Spark: the file sink's log says which files belong to committed batches.
     return sorted((r.partition, r.offset) for r in spark.read.parquet(str(path)).collect())
 
@@ -30,7 +30,7 @@ def _commits(checkpoint: Path) -> int:
     return len([f for f in commits.iterdir() if f.name.isdigit()]) if commits.exists() else 0
 
 
-def _finish_from_checkpoint(spark, bootstrap: str, topic: str, checkpoint: Path, out: Path) -> None:  # type: ignore[no-untyped-def]
+def _finish_from_checkpoint(spark, bootstrap: str, topic: str, checkpoint: Path, out: Path) -> None:
     query = (
         reader(spark, bootstrap, stream=True, subscribe=topic, startingOffsets="earliest",
                maxOffsetsPerTrigger="400")
@@ -43,7 +43,7 @@ def _finish_from_checkpoint(spark, bootstrap: str, topic: str, checkpoint: Path,
     assert query.exception() is None
 
 
-def test_stop_and_restart(spark, brook_session, unique_topic: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_stop_and_restart(spark, brook_session, unique_topic: str, tmp_path: Path) -> None:
     bootstrap = brook_session.bootstrap
     create_topic(bootstrap, unique_topic, 2)
     for p in (0, 1):
@@ -72,7 +72,9 @@ def test_stop_and_restart(spark, brook_session, unique_topic: str, tmp_path: Pat
     assert values == {f"0-{i}" for i in range(700)} | {f"1-{i}" for i in range(500)}
 
 
-def test_driver_killed_and_restarted(spark, brook_session, unique_topic: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_driver_killed_and_restarted(
+    spark, brook_session, unique_topic: str, tmp_path: Path
+) -> None:
     bootstrap = brook_session.bootstrap
     create_topic(bootstrap, unique_topic, 2)
     for p in (0, 1):

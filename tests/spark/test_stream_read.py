@@ -12,16 +12,16 @@ from conftest import create_topic, produce, reader
 from brook.client.admin import Admin
 
 
-def _batch_sizes(query) -> list[int]:  # type: ignore[no-untyped-def]
+def _batch_sizes(query) -> list[int]:
     return [p["numInputRows"] for p in query.recentProgress if p["numInputRows"] > 0]
 
 
-def _offsets(spark, name: str) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
+def _offsets(spark, name: str) -> list[tuple[int, int]]:
     return sorted((r.partition, r.offset) for r in spark.sql(f"select * from {name}").collect())
 
 
 def test_max_offsets_per_trigger_with_available_now(
-    spark, brook_session, unique_topic: str, tmp_path: Path  # type: ignore[no-untyped-def]
+    spark, brook_session, unique_topic: str, tmp_path: Path
 ) -> None:
     create_topic(brook_session.bootstrap, unique_topic, 2)
     produce(brook_session.bootstrap, unique_topic, [b"%d" % i for i in range(150)], partition=0)
@@ -47,7 +47,7 @@ def test_max_offsets_per_trigger_with_available_now(
 
 
 def test_running_query_sees_new_records_and_new_partitions(
-    spark, brook_session, unique_topic: str, tmp_path: Path  # type: ignore[no-untyped-def]
+    spark, brook_session, unique_topic: str, tmp_path: Path
 ) -> None:
     bootstrap = brook_session.bootstrap
     create_topic(bootstrap, unique_topic, 1)
@@ -75,7 +75,7 @@ def test_running_query_sees_new_records_and_new_partitions(
 
 
 def test_min_offsets_per_trigger_holds_small_batches_back(
-    spark, brook_session, unique_topic: str, tmp_path: Path  # type: ignore[no-untyped-def]
+    spark, brook_session, unique_topic: str, tmp_path: Path
 ) -> None:
     bootstrap = brook_session.bootstrap
     create_topic(bootstrap, unique_topic, 1)
@@ -98,7 +98,7 @@ def test_min_offsets_per_trigger_holds_small_batches_back(
         query.stop()
 
 
-def _wait_for(predicate, timeout: float = 90.0) -> None:  # type: ignore[no-untyped-def]
+def _wait_for(predicate, timeout: float = 90.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

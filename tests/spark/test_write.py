@@ -8,12 +8,12 @@ import pytest
 from conftest import create_topic, produce, reader
 
 
-def _read_all(spark, bootstrap: str, topic: str, headers: bool = False):  # type: ignore[no-untyped-def]
+def _read_all(spark, bootstrap: str, topic: str, headers: bool = False):
     df = reader(spark, bootstrap, subscribe=topic, includeHeaders=str(headers).lower())
     return sorted(df.collect(), key=lambda r: (r.partition, r.offset))
 
 
-def test_batch_write_with_every_column(spark, brook_session, unique_topic: str) -> None:  # type: ignore[no-untyped-def]
+def test_batch_write_with_every_column(spark, brook_session, unique_topic: str) -> None:
     bootstrap = brook_session.bootstrap
     create_topic(bootstrap, unique_topic, 3)
     rows = [
@@ -41,7 +41,7 @@ def test_batch_write_with_every_column(spark, brook_session, unique_topic: str) 
 
 
 def test_topic_option_overrides_the_column_and_key_is_optional(
-    spark, brook_session, unique_topic: str  # type: ignore[no-untyped-def]
+    spark, brook_session, unique_topic: str
 ) -> None:
     bootstrap = brook_session.bootstrap
     create_topic(bootstrap, unique_topic, 1)
@@ -54,7 +54,7 @@ def test_topic_option_overrides_the_column_and_key_is_optional(
     assert {None if r.value is None else bytes(r.value) for r in back} == {b"\x00\x01", None}
 
 
-def test_write_schema_errors(spark, brook_session) -> None:  # type: ignore[no-untyped-def]
+def test_write_schema_errors(spark, brook_session) -> None:
     df = spark.createDataFrame([("x",)], "value string")
     with pytest.raises(Exception, match="topic option required when no 'topic' attribute"):
         df.write.mode("append").format("brook") \
@@ -66,7 +66,7 @@ def test_write_schema_errors(spark, brook_session) -> None:  # type: ignore[no-u
 
 
 def test_streaming_write_from_brook_to_brook(
-    spark, brook_session, unique_topic: str, tmp_path: Path  # type: ignore[no-untyped-def]
+    spark, brook_session, unique_topic: str, tmp_path: Path
 ) -> None:
     bootstrap = brook_session.bootstrap
     source, sink = unique_topic + "-in", unique_topic + "-out"
@@ -87,7 +87,7 @@ def test_streaming_write_from_brook_to_brook(
     assert sorted(bytes(r.value) for r in back) == sorted(b"%d!" % i for i in range(100))
 
 
-def test_overwrite_is_refused(spark, brook_session) -> None:  # type: ignore[no-untyped-def]
+def test_overwrite_is_refused(spark, brook_session) -> None:
     df = spark.createDataFrame([("x",)], "value string")
     with pytest.raises(Exception, match="Save mode Overwrite not allowed for Brook"):
         df.write.mode("overwrite").format("brook").option("topic", "t") \

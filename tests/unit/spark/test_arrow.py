@@ -8,7 +8,7 @@ from brook.spark.arrow import records_to_arrow
 from brook.spark.schema import arrow_schema
 
 
-def _record(offset: int, key: bytes | None, value: bytes | None, headers=(), ts_type=0):  # type: ignore[no-untyped-def]
+def _record(offset: int, key: bytes | None, value: bytes | None, headers=(), ts_type=0):
     return ("t", 3, offset, 1_700_000_000_123 + offset, ts_type, key, value, headers, 0,
             -1 if key is None else len(key), -1 if value is None else len(value))
 

@@ -15,11 +15,11 @@ from brook.spark.options import (
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092", "subscribe": "events"}
 
 
-def stream(**extra: str):  # type: ignore[no-untyped-def]
+def stream(**extra: str):
     return parse_source_options({**BASE, **extra}, streaming=True)
 
 
-def batch(**extra: str):  # type: ignore[no-untyped-def]
+def batch(**extra: str):
     return parse_source_options({**BASE, **extra}, streaming=False)
 
 
