@@ -1,6 +1,6 @@
 """Produce and consume throughput of Brook vs Tansu, same librdkafka client, same run.
 
-    python -m bench.broker_throughput [--records 200000] [--rounds 3]
+    python -m bench.broker_throughput [--records 300000] [--size 1024] [--rounds 3]
 
 1 KiB records, 3 partitions, acks=1, with (linger 5 ms, batch 256 KiB) and with Kafka's
 defaults (linger 0, batch 16 KiB). Brook writes to disk; Tansu keeps everything in memory.

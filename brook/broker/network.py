@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
@@ -55,6 +56,7 @@ class Connection(asyncio.BufferedProtocol):
         self._read_paused = False
         self._closed = False
         self._task: asyncio.Task[None] | None = None
+        self.last_active = time.monotonic()
 
     # ------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -81,6 +83,7 @@ class Connection(asyncio.BufferedProtocol):
         return self._reader.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:
+        self.last_active = time.monotonic()
         try:
             frames = self._reader.buffer_updated(nbytes)
         except FrameError as exc:
@@ -189,6 +192,12 @@ class Connection(asyncio.BufferedProtocol):
         head = response_header(ctx.correlation_id, ctx.api_key, ctx.api_version)
         size = len(head) + sum(len(p) for p in parts)
         self.transport.writelines([INT32.pack(size) + head, *parts])
+        self.last_active = time.monotonic()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing in progress: no request being handled or waiting to be."""
+        return not self._busy and not self._frames
 
     def _send_api_versions_fallback(self, correlation_id: int) -> None:
         """ApiVersions v0 with UNSUPPORTED_VERSION and ApiVersions' own range (KIP-511)."""
@@ -235,6 +244,15 @@ class SocketServer:
             self.bound[name] = (sock[0], sock[1])
             self.servers.append(server)
             log.info("listening on %s://%s:%d", name, sock[0], sock[1])
+
+    def close_idle(self, max_idle_ms: int) -> int:
+        """Close connections idle for longer than ``max_idle_ms`` (connections.max.idle.ms);
+        returns how many."""
+        cutoff = time.monotonic() - max_idle_ms / 1000
+        stale = [c for c in self.connections if c.idle and c.last_active < cutoff]
+        for conn in stale:
+            conn.close(f"idle for more than {max_idle_ms} ms")
+        return len(stale)
 
     async def stop(self) -> None:
         for server in self.servers:

@@ -60,7 +60,7 @@ class Broker:
         )
         self.fault_produce_delay_ms = int(config["brook.fault.produce.delay.ms"])
         self._tasks: list[asyncio.Task[None]] = []
-        self._stopped = asyncio.Event()
+        self._stopping = asyncio.Event()
         self.metadata: MetadataService
         self.replica_manager: ReplicaManager
         self.producer_ids: ProducerIdManager
@@ -123,16 +123,14 @@ class Broker:
         return self.socket_server.bound[name][1]
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        # Background jobs finish what they are doing (a checkpoint half-written by a worker
+        # thread must not race the final one), then stop.
+        self._stopping.set()
+        await asyncio.gather(*self._tasks)
         await self.socket_server.stop()
         await self.group_coordinator.stop()
         self.replica_manager.shutdown()
         self.log_manager.shutdown()
-        self._stopped.set()
         log.info("Brook node %d stopped cleanly", self.node_id)
 
     # ------------------------------------------------------------------ background work
@@ -144,11 +142,17 @@ class Broker:
         self._every(
             int(cfg["log.flush.offset.checkpoint.interval.ms"]) or 60000, self._checkpoint_recovery
         )
+        idle_ms = int(cfg["connections.max.idle.ms"])
+        if idle_ms > 0:
+            self._every(max(100, min(idle_ms, 10_000)), self._close_idle_connections)
 
     def _every(self, interval_ms: int, job: Callable[[], Awaitable[None]]) -> None:
         async def loop() -> None:
             while True:
-                await asyncio.sleep(interval_ms / 1000)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), interval_ms / 1000)
+                if self._stopping.is_set():
+                    return
                 try:
                     await job()
                 except Exception:
@@ -165,8 +169,14 @@ class Broker:
         if deleted:
             log.info("retention deleted %d segment(s)", deleted)
 
+    async def _close_idle_connections(self) -> None:
+        self.socket_server.close_idle(int(self.config["connections.max.idle.ms"]))
+
+    # Checkpoints are snapshotted here and written (with their fsyncs) on a worker thread.
     async def _checkpoint_hw(self) -> None:
-        self.replica_manager.checkpoint_high_watermarks()
+        files = self.log_manager.high_watermark_files(self.replica_manager.high_watermarks())
+        await asyncio.to_thread(LogManager.write_checkpoints, files)
 
     async def _checkpoint_recovery(self) -> None:
-        self.log_manager.write_recovery_checkpoints()
+        files = self.log_manager.recovery_checkpoint_files()
+        await asyncio.to_thread(LogManager.write_checkpoints, files)

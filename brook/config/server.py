@@ -22,7 +22,7 @@ SERVER_CONFIG = ConfigDef(
             Type.LIST,
             ["broker", "controller"],
             one_of("broker", "controller"),
-            "Roles of this node: broker, controller, or both (combined)",
+            "Roles of this node; only the combined broker,controller node is served for now",
         ),
         _K("node.id", Type.INT, 1, at_least(0), "This node's id"),
         _K("broker.id", Type.INT, -1, None, "Legacy synonym of node.id (ignored when -1)"),
@@ -38,14 +38,15 @@ SERVER_CONFIG = ConfigDef(
             Type.LIST,
             [],
             None,
-            "Controller voters as id@host:port; empty = this node alone",
+            "Controller voters as id@host:port; only this node itself may be named for now",
         ),
         _K(
             "controller.quorum.bootstrap.servers",
             Type.LIST,
             [],
             None,
-            "Controller endpoints to bootstrap from",
+            "Controller endpoints to bootstrap from (a single node needs none)",
+            inert=True,
         ),
         _K(
             "controller.listener.names",
@@ -59,7 +60,8 @@ SERVER_CONFIG = ConfigDef(
             Type.STRING,
             None,
             None,
-            "Listener brokers use to talk to each other",
+            "Listener brokers use to talk to each other (no inter-broker traffic yet)",
+            inert=True,
         ),
         _K(
             "listeners",
@@ -80,18 +82,25 @@ SERVER_CONFIG = ConfigDef(
             Type.LIST,
             ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"],
             None,
-            "Listener name to security protocol (only PLAINTEXT is served)",
+            "Listener name to security protocol; only PLAINTEXT is served",
         ),
         _K("broker.rack", Type.STRING, None, None, "Rack of this broker"),
         # storage
-        _K("log.dirs", Type.LIST, None, None, "Data directories (first one is used)"),
+        _K(
+            "log.dirs",
+            Type.LIST,
+            None,
+            None,
+            "Data directories; each new partition goes to the one holding the fewest",
+        ),
         _K("log.dir", Type.STRING, "/tmp/brook-logs", None, "Data directory when log.dirs unset"),
         _K(
             "metadata.log.dir",
             Type.STRING,
             None,
             None,
-            "Where the metadata log lives; defaults to the first log dir",
+            "Where Kafka keeps the metadata log; Brook keeps it in the first log directory",
+            inert=True,
         ),
         _K("log.segment.bytes", Type.INT, 1073741824, at_least(14), "Size of a segment file"),
         _K("log.roll.ms", Type.LONG, None, at_least(1), "Roll a segment after this long"),
@@ -229,11 +238,17 @@ SERVER_CONFIG = ConfigDef(
             Type.LONG,
             30000,
             at_least(0),
-            "A follower that has not caught up for this long leaves the ISR",
+            "A follower that has not caught up for this long leaves the ISR (no followers yet)",
+            inert=True,
         ),
-        _K("replica.fetch.max.bytes", Type.INT, 1048576, at_least(0), "Follower fetch size"),
-        _K("replica.fetch.wait.max.ms", Type.INT, 500, at_least(0), "Follower fetch wait"),
-        _K("num.replica.fetchers", Type.INT, 1, at_least(1), "Fetcher connections per leader"),
+        *(
+            _K(name, t, default, check, f"{doc} (no followers yet)", inert=True)
+            for name, t, default, check, doc in [
+                ("replica.fetch.max.bytes", Type.INT, 1048576, at_least(0), "Follower fetch size"),
+                ("replica.fetch.wait.max.ms", Type.INT, 500, at_least(0), "Follower fetch wait"),
+                ("num.replica.fetchers", Type.INT, 1, at_least(1), "Fetchers per leader"),
+            ]
+        ),
         # network
         _K(
             "socket.request.max.bytes",
@@ -249,7 +264,14 @@ SERVER_CONFIG = ConfigDef(
             None,
             "Close connections idle for this long",
         ),
-        _K("request.timeout.ms", Type.INT, 30000, at_least(0), "Broker-side request timeout"),
+        _K(
+            "request.timeout.ms",
+            Type.INT,
+            30000,
+            at_least(0),
+            "Timeout of the broker's own requests to other nodes (none yet)",
+            inert=True,
+        ),
         _K(
             "max.incremental.fetch.session.cache.slots",
             Type.INT,
@@ -262,7 +284,7 @@ SERVER_CONFIG = ConfigDef(
             Type.INT,
             57671680,
             at_least(1024),
-            "Largest fetch response the broker builds",
+            "Largest fetch response the broker builds (caps each request's max_bytes)",
         ),
         # groups and offsets
         _K(
@@ -348,7 +370,57 @@ def parse_server_config(props: dict[str, Any]) -> Config:
         parse_listener(listener)
     if not cfg["listeners"]:
         raise ConfigError("Invalid value for configuration listeners: at least one is required")
+    _check_security_protocols(cfg)
+    _check_single_node(cfg)
     return cfg
+
+
+_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+def _check_security_protocols(cfg: Config) -> None:
+    """Refuse a listener that would need TLS or SASL rather than serve it in plain text."""
+    protocols = {}
+    for entry in cfg["listener.security.protocol.map"]:
+        name, sep, protocol = entry.partition(":")
+        if not sep:
+            raise ConfigError(
+                f"Invalid value {entry} for configuration listener.security.protocol.map: "
+                "expected NAME:PROTOCOL"
+            )
+        protocols[name.strip().upper()] = protocol.strip().upper()
+    for text in cfg["listeners"]:
+        name = parse_listener(text)[0]
+        protocol = protocols.get(name, name if name in _SECURITY_PROTOCOLS else None)
+        if protocol is None:
+            raise ConfigError(
+                f"Invalid value {text} for configuration listeners: listener {name} has no "
+                "security protocol in listener.security.protocol.map"
+            )
+        if protocol != "PLAINTEXT":
+            raise ConfigError(
+                f"Invalid value {text} for configuration listeners: listener {name} uses "
+                f"{protocol}, and Brook serves PLAINTEXT only (see "
+                "listener.security.protocol.map)"
+            )
+
+
+def _check_single_node(cfg: Config) -> None:
+    """A node is a combined broker and controller in a quorum of one, until replication and
+    the Raft quorum are served; settings that ask for more are refused, not ignored."""
+    roles = sorted(set(cfg["process.roles"]))
+    if roles != ["broker", "controller"]:
+        raise ConfigError(
+            f"Invalid value {','.join(cfg['process.roles'])} for configuration process.roles: "
+            "a Brook node runs as broker,controller (a quorum of one)"
+        )
+    me = str(node_id(cfg))
+    others = [v for v in cfg["controller.quorum.voters"] if v.partition("@")[0].strip() != me]
+    if others:
+        raise ConfigError(
+            f"Invalid value {','.join(cfg['controller.quorum.voters'])} for configuration "
+            f"controller.quorum.voters: only this node ({me}) may be a voter for now"
+        )
 
 
 def parse_listener(text: str) -> tuple[str, str, int]:

@@ -22,8 +22,8 @@ class CheckpointError(ValueError):
     """A checkpoint file that exists but cannot be parsed."""
 
 
-def fsync_dir(path: Path) -> None:
-    """Make a rename or a new file in ``path`` durable."""
+def fsync_path(path: Path) -> None:
+    """fsync a file, or a directory to make the renames and new files in it durable."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -45,13 +45,13 @@ def write_atomically(path: Path, data: bytes, *, sync: bool = True) -> None:
         os.close(fd)
     os.replace(tmp, path)
     if sync:
-        fsync_dir(path.parent)
+        fsync_path(path.parent)
 
 
-def write_entries(path: Path, entries: Sequence[Sequence[object]]) -> None:
+def write_entries(path: Path, entries: Sequence[Sequence[object]], *, sync: bool = True) -> None:
     lines = [str(CHECKPOINT_VERSION), str(len(entries))]
     lines.extend(" ".join(str(field) for field in entry) for entry in entries)
-    write_atomically(path, ("\n".join(lines) + "\n").encode())
+    write_atomically(path, ("\n".join(lines) + "\n").encode(), sync=sync)
 
 
 def read_entries(path: Path, fields: int) -> list[list[str]] | None:
@@ -109,8 +109,8 @@ class LeaderEpochCheckpointFile:
         except ValueError as exc:
             raise CheckpointError(f"{self.path}: {exc}") from None
 
-    def write(self, entries: Iterable[tuple[int, int]]) -> None:
-        write_entries(self.path, list(entries))
+    def write(self, entries: Iterable[tuple[int, int]], *, sync: bool = True) -> None:
+        write_entries(self.path, list(entries), sync=sync)
 
 
 def topic_id_to_string(topic_id: uuid.UUID) -> str:
@@ -143,9 +143,9 @@ class PartitionMetadataFile:
             raise CheckpointError(f"{self.path}: expected version 0 and a topic_id")
         return topic_id_from_string(props["topic_id"])
 
-    def write(self, topic_id: uuid.UUID) -> None:
+    def write(self, topic_id: uuid.UUID, *, sync: bool = True) -> None:
         text = f"version: 0\ntopic_id: {topic_id_to_string(topic_id)}\n"
-        write_atomically(self.path, text.encode())
+        write_atomically(self.path, text.encode(), sync=sync)
 
 
 def read_properties(path: Path) -> dict[str, str]:

@@ -66,6 +66,11 @@ class LogConfig:
         return self.message_timestamp_type == "LogAppendTime"
 
     @property
+    def compacted(self) -> bool:
+        """``cleanup.policy`` includes compact: records must carry keys."""
+        return "compact" in self.cleanup_policy
+
+    @property
     def delete_enabled(self) -> bool:
         """Whether retention by time and size applies (``cleanup.policy`` includes delete)."""
         return "delete" in self.cleanup_policy

@@ -9,19 +9,23 @@ from bisect import bisect_left, bisect_right
 from itertools import pairwise
 from pathlib import Path
 
-from .checkpoints import CheckpointError, LeaderEpochCheckpointFile
+from .checkpoints import CheckpointError, LeaderEpochCheckpointFile, fsync_path
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
 
 
 class LeaderEpochCache:
-    """Epochs strictly increase and so do their start offsets; the file follows every change."""
+    """Epochs strictly increase and so do their start offsets. The file follows every change
+    but is fsynced only by ``sync``, which the log calls when it flushes (so appends, which
+    run on the event loop, never wait for a disk): after a crash the loader re-derives the
+    epochs above the recovery point from the batches themselves."""
 
     def __init__(self, path: Path) -> None:
         self._file = LeaderEpochCheckpointFile(path)
         self._epochs: list[int] = []
         self._starts: list[int] = []
+        self._unsynced = False
         # False when the checkpoint was missing or unreadable: the loader rebuilds it from the log.
         self.loaded_cleanly = True
         try:
@@ -122,8 +126,23 @@ class LeaderEpochCache:
             self.flush()
 
     def flush(self) -> None:
-        self._file.write(self.entries())
+        """Write the file (atomically, not yet fsynced)."""
+        self._file.write(self.entries(), sync=False)
+        self._unsynced = True
         self.loaded_cleanly = True
+
+    def sync(self) -> None:
+        """fsync what ``flush`` wrote; safe on a worker thread while appends go on (a write
+        that races with it marks the file unsynced again)."""
+        if not self._unsynced:
+            return
+        self._unsynced = False
+        path = self._file.path
+        try:
+            fsync_path(path)
+        except FileNotFoundError:
+            return
+        fsync_path(path.parent)
 
 
 def _well_ordered(entries: list[tuple[int, int]]) -> bool:

@@ -27,8 +27,9 @@ from brook.protocol.batch import (
     set_log_append_time,
 )
 from brook.protocol.errors import Errors, KafkaError
+from brook.protocol.records import batch_records
 
-from .checkpoints import CheckpointError, PartitionMetadataFile, fsync_dir
+from .checkpoints import CheckpointError, PartitionMetadataFile, fsync_path
 from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
 from .loader import LogLoader
@@ -99,7 +100,9 @@ class PartitionLog:
         self.producer_state = ProducerStateManager(directory)
         self._last_flush_ms = now
         self._truncations = 0  # a flush racing a truncation must not move the recovery point
-        self._new_segment = False
+        # Files and directories created or replaced since the last flush: it fsyncs them, so
+        # that nothing on the append path (the event loop) waits for a disk.
+        self._unsynced_paths: set[Path] = set()
         # next offset -> (segment, position) where recent reads ended: sequential fetches
         # continue there without an index lookup and header scan.
         self._read_cache: dict[int, tuple[LogSegment, int]] = {}
@@ -119,6 +122,7 @@ class PartitionLog:
         """Load (recovering if needed) or create the log in ``dir``."""
         directory = Path(dir)
         parse_topic_partition(directory.name)
+        created = not directory.exists()
         directory.mkdir(parents=True, exist_ok=True)
         now = wall_clock_ms() if now_ms is None else now_ms
         epoch_cache = LeaderEpochCache(directory / LEADER_EPOCH_CHECKPOINT)
@@ -140,6 +144,8 @@ class PartitionLog:
             epoch_cache=epoch_cache,
             now=now,
         )
+        if created:
+            plog._unsynced_paths.update((directory, directory.parent))
         plog.assign_topic_id(topic_id)
         plog._rebuild_producer_state()
         return plog
@@ -157,7 +163,9 @@ class PartitionLog:
                 f"{self.dir.name} belongs to topic id {stored}, not {topic_id}",
             )
         if topic_id is not None and stored is None:
-            meta.write(topic_id)
+            meta.write(topic_id, sync=False)
+            with self._lock:
+                self._unsynced_paths.update((meta.path, self.dir))
         self.topic_id = topic_id or stored
 
     def update_config(self, config: LogConfig) -> None:
@@ -203,10 +211,12 @@ class PartitionLog:
         if segment.should_roll(size, max_timestamp, last, now_ms, config):
             segment = self._roll(now_ms)
         segment.append(parts, size, last, max_timestamp)
-        self.log_end_offset = last + 1
+        # The epoch entry is written before the log end moves, so a flush that covers this
+        # batch also syncs the entry.
         latest = self.epoch_cache.latest_epoch()
         if leader_epoch >= 0 and (latest is None or leader_epoch > latest):
             self.epoch_cache.assign(leader_epoch, base)
+        self.log_end_offset = last + 1
         if header.producer_id >= 0:
             self.producer_state.update(header, base, max_timestamp)
         self.producer_state.map_end_offset = last + 1
@@ -247,6 +257,8 @@ class PartitionLog:
                 Errors.RECORD_LIST_TOO_LARGE,
                 f"batch of {size} bytes exceeds segment.bytes {config.segment_bytes}",
             )
+        if config.compacted:
+            self._check_keys(records, header)
         if not config.log_append_time:
             low = now_ms - config.message_timestamp_before_max_ms
             high = now_ms + config.message_timestamp_after_max_ms
@@ -259,6 +271,20 @@ class PartitionLog:
                     f"timestamps {first}..{largest} are out of range [{low}, {high}]",
                 )
         return header
+
+    def _check_keys(self, records: bytes, header: BatchHeader) -> None:
+        """Compaction keeps the last value per key, so a compacted topic takes keyed records
+        only: the one place the produce path decodes records."""
+        try:
+            decoded = batch_records(records, 0, header)
+        except CorruptBatch as exc:
+            raise KafkaError(Errors.CORRUPT_MESSAGE, str(exc)) from None
+        if any(record.key is None for record in decoded):
+            raise KafkaError(
+                Errors.INVALID_RECORD,
+                "Compacted topic cannot accept message without key in topic partition "
+                f"{self.dir.name}.",
+            )
 
     def append_as_follower(self, records: bytes) -> AppendResult:
         """Append a leader's batches as they are (offsets, epochs, timestamps), after checking
@@ -298,7 +324,6 @@ class PartitionLog:
             if segment.should_roll(end - start, max_ts, last, now, self.config):
                 segment = self._roll(now)
             segment.append_batches(view[start:end], [(p - start, h) for p, h in part])
-            self.log_end_offset = last + 1
             for _, header in part:
                 epoch = header.partition_leader_epoch
                 latest = self.epoch_cache.latest_epoch()
@@ -306,6 +331,7 @@ class PartitionLog:
                     self.epoch_cache.assign(epoch, header.base_offset)
                 if header.producer_id >= 0:
                     self.producer_state.update(header, header.base_offset, header.max_timestamp)
+            self.log_end_offset = last + 1
             self.producer_state.map_end_offset = last + 1
         first, last_header = headers[0][1], headers[-1][1]
         return AppendResult(
@@ -342,7 +368,7 @@ class PartitionLog:
         with self._lock:
             self._segments.append(segment)
             self._bases.append(segment.base_offset)
-            self._new_segment = True
+            self._unsynced_paths.add(self.dir)
         self.producer_state.take_snapshot()
         return segment
 
@@ -476,7 +502,7 @@ class PartitionLog:
             )
             self._segments[:] = [segment]
             self._bases[:] = [offset]
-            self._new_segment = True
+            self._unsynced_paths.add(self.dir)
         self.log_start_offset = self.log_end_offset = self.recovery_point = offset
         self.epoch_cache.clear()
         self.producer_state.truncate_fully(offset)
@@ -591,12 +617,17 @@ class PartitionLog:
                 if s.base_offset < target and s.next_offset > self.recovery_point
             ]
             generation = self._truncations
-            new_segment, self._new_segment = self._new_segment, False
+            paths, self._unsynced_paths = self._unsynced_paths, set()
         for segment in segments:
             segment.flush()
         self.producer_state.sync_snapshots()
-        if new_segment:
-            fsync_dir(self.dir)
+        self.epoch_cache.sync()
+        # files before the directories holding them, the partition directory before its parent
+        for path in sorted(paths, key=lambda p: len(p.parts), reverse=True):
+            try:
+                fsync_path(path)
+            except FileNotFoundError:
+                continue  # removed since (a deleted log or a replaced file)
         with self._lock:
             if generation == self._truncations and target > self.recovery_point:
                 self.recovery_point = target

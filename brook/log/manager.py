@@ -16,7 +16,6 @@ from typing import Any
 from .checkpoints import (
     CheckpointError,
     OffsetCheckpointFile,
-    fsync_dir,
     read_properties,
     write_atomically,
     write_properties,
@@ -36,6 +35,8 @@ DELETE_DIR_SUFFIX = "-delete"
 PRODUCER_ID_EXPIRATION_MS = 86_400_000
 
 TopicPartition = tuple[str, int]
+# checkpoint file -> the offsets it is to hold
+CheckpointFiles = dict[Path, dict[TopicPartition, int]]
 
 
 class LogManager:
@@ -118,10 +119,10 @@ class LogManager:
             return existing
         parent = min(self.log_dirs, key=self._count_logs_in)
         parent.mkdir(parents=True, exist_ok=True)
+        # The new directory is fsynced (into its parent) by the log's first flush.
         plog = PartitionLog.open(
             parent / f"{topic}-{partition}", config, topic_id=topic_id, now_ms=self._now()
         )
-        fsync_dir(parent)
         self._logs[(topic, partition)] = plog
         return plog
 
@@ -136,8 +137,9 @@ class LogManager:
             return
         plog.close_files()
         doomed = plog.dir.with_name(f"{plog.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+        # Not fsynced: if a crash undoes the rename, the next start finds a log that the
+        # metadata no longer assigns to this broker and deletes it then.
         os.replace(plog.dir, doomed)
-        fsync_dir(doomed.parent)
         self._pending_deletes.append((doomed, self._now() + plog.config.file_delete_delay_ms))
 
     def remove_deleted_logs(self, now_ms: int) -> int:
@@ -163,24 +165,41 @@ class LogManager:
             log.warning("ignoring unreadable checkpoint: %s", exc)
             return {}
 
-    def write_recovery_checkpoints(self) -> None:
+    # The ``*_files`` methods take a snapshot (on the thread that changes the logs) and
+    # ``write_checkpoints`` does the I/O, so a worker thread can do the fsyncs.
+    def recovery_checkpoint_files(self) -> CheckpointFiles:
         """Recovery points and log start offsets of every log, per directory."""
+        files: CheckpointFiles = {}
         for directory in self.log_dirs:
             logs = self._logs_in(directory)
-            OffsetCheckpointFile(directory / RECOVERY_POINT_CHECKPOINT).write(
-                {tp: plog.recovery_point for tp, plog in logs.items()}
-            )
-            OffsetCheckpointFile(directory / LOG_START_CHECKPOINT).write(
-                {tp: plog.log_start_offset for tp, plog in logs.items()}
-            )
+            files[directory / RECOVERY_POINT_CHECKPOINT] = {
+                tp: plog.recovery_point for tp, plog in logs.items()
+            }
+            files[directory / LOG_START_CHECKPOINT] = {
+                tp: plog.log_start_offset for tp, plog in logs.items()
+            }
+        return files
+
+    def high_watermark_files(self, hws: Mapping[TopicPartition, int]) -> CheckpointFiles:
+        """The broker's high watermarks, each in the directory holding its log."""
+        files: CheckpointFiles = {}
+        for directory in self.log_dirs:
+            logs = self._logs_in(directory)
+            files[directory / HIGH_WATERMARK_CHECKPOINT] = {
+                tp: hw for tp, hw in hws.items() if tp in logs
+            }
+        return files
+
+    @staticmethod
+    def write_checkpoints(files: CheckpointFiles) -> None:
+        for path, offsets in files.items():
+            OffsetCheckpointFile(path).write(offsets)
+
+    def write_recovery_checkpoints(self) -> None:
+        self.write_checkpoints(self.recovery_checkpoint_files())
 
     def write_high_watermarks(self, hws: Mapping[TopicPartition, int]) -> None:
-        """The broker's high watermarks, each in the directory holding its log."""
-        for directory in self.log_dirs:
-            logs = self._logs_in(directory)
-            OffsetCheckpointFile(directory / HIGH_WATERMARK_CHECKPOINT).write(
-                {tp: hw for tp, hw in hws.items() if tp in logs}
-            )
+        self.write_checkpoints(self.high_watermark_files(hws))
 
     def read_high_watermarks(self) -> dict[TopicPartition, int]:
         hws: dict[TopicPartition, int] = {}

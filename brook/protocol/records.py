@@ -1,5 +1,6 @@
 """Records inside a v2 batch: build batches (client side) and decode them (consumers, tools,
-timestamp lookups). The broker's produce and fetch paths never come here.
+timestamp lookups). The broker's produce and fetch paths never come here, except to check
+that a batch for a compacted topic carries keys.
 
     record := length varint, attributes int8, timestampDelta varlong, offsetDelta varint,
               keyLength varint, key, valueLength varint, value,

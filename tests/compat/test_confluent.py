@@ -1,5 +1,6 @@
 """confluent-kafka (librdkafka) against Brook: Produce v10 / Fetch v16 with topic ids, every
-codec, idempotence, acks 0/1/all, assign consumers without commits, and the admin API."""
+codec, idempotence, acks 0/1/all, keys, headers and null values, assign consumers without
+commits from the beginning, the end, an offset and a timestamp, and the admin API."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -77,6 +78,44 @@ def test_consume_from_end_and_offset(brook_session: BrookProcess, unique_topic: 
     consumer.close()
 
 
+def test_null_values_beginning_end_and_timestamps(brook_session: BrookProcess,
+                                                  unique_topic: str) -> None:
+    b = brook_session.bootstrap
+    producer = Producer({"bootstrap.servers": b})
+    base = int(time.time() * 1000) - 100_000
+    for i in range(10):
+        producer.produce(unique_topic, value=None if i == 3 else f"v{i}".encode(),
+                         key=f"k{i}".encode(), timestamp=base + i * 1000)
+    assert producer.flush(30) == 0
+    msgs = _consume(b, [TopicPartition(unique_topic, 0, OFFSET_BEGINNING)], 10)
+    assert [(m.key(), m.value()) for m in msgs[2:5]] == [
+        (b"k2", b"v2"), (b"k3", None), (b"k4", b"v4")]
+    assert [m.timestamp()[1] for m in msgs] == [base + i * 1000 for i in range(10)]
+    consumer = Consumer({"bootstrap.servers": b, "group.id": f"g-{uuid.uuid4().hex}",
+                         "enable.auto.commit": False})
+    found = consumer.offsets_for_times([TopicPartition(unique_topic, 0, base + 6500)], 10)
+    consumer.close()
+    assert [tp.offset for tp in found] == [7]
+    assert [m.value() for m in _consume(b, found, 3)] == [b"v7", b"v8", b"v9"]
+    # from the end: only records written after the consumer found the end reach it
+    consumer = Consumer({"bootstrap.servers": b, "group.id": f"g-{uuid.uuid4().hex}",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(unique_topic, 0, OFFSET_END)])
+    first = None
+    deadline = time.monotonic() + 30
+    tick = 0
+    while first is None and time.monotonic() < deadline:
+        producer.produce(unique_topic, f"tick{tick}".encode())
+        producer.flush(10)
+        tick += 1
+        msg = consumer.poll(0.3)
+        if msg is not None:
+            assert msg.error() is None, msg.error()
+            first = msg
+    consumer.close()
+    assert first is not None and first.offset() >= 10 and first.value().startswith(b"tick")
+
+
 def test_admin_api(brook_session: BrookProcess, unique_topic: str) -> None:
     admin = AdminClient({"bootstrap.servers": brook_session.bootstrap})
     admin.create_topics([NewTopic(unique_topic, 2, 1, config={"retention.ms": "100000"})])[
@@ -99,7 +138,9 @@ def test_admin_api(brook_session: BrookProcess, unique_topic: str) -> None:
     cluster = admin.describe_cluster().result(10)
     assert [n.port for n in cluster.nodes] == [brook_session.port]
     _produce(brook_session.bootstrap, unique_topic, 5)
-    offsets = admin.list_offsets({TopicPartition(unique_topic, 0): OffsetSpec.latest()})
-    total = sum(f.result(10).offset for f in offsets.values())
-    assert total >= 0
+    tps = [TopicPartition(unique_topic, p) for p in range(3)]
+    latest = admin.list_offsets({tp: OffsetSpec.latest() for tp in tps})
+    assert sum(f.result(10).offset for f in latest.values()) == 5
+    earliest = admin.list_offsets({tp: OffsetSpec.earliest() for tp in tps})
+    assert [f.result(10).offset for f in earliest.values()] == [0, 0, 0]
     admin.delete_topics([unique_topic])[unique_topic].result(10)

@@ -60,8 +60,7 @@ def test_acks(brook_session: BrookProcess, unique_topic: str, acks: object) -> N
     assert [r.value for r in records] == [str(i).encode() for i in range(50)]
 
 
-def test_seek_offsets_timestamps_and_sessions(brook_session: BrookProcess,
-                                              unique_topic: str) -> None:
+def test_seek_to_offsets_and_timestamps(brook_session: BrookProcess, unique_topic: str) -> None:
     b = brook_session.bootstrap
     admin = KafkaAdminClient(bootstrap_servers=b)
     admin.create_topics([NewTopic(unique_topic, 3, 1)])
@@ -82,21 +81,82 @@ def test_seek_offsets_timestamps_and_sessions(brook_session: BrookProcess,
     consumer.close()
     records = _consume(b, tps, 3 * 7, seek={tp: 3 for tp in tps})
     assert sorted(int(r.value) for r in records) == sorted(i for i in range(30) if i // 3 >= 3)
-    # kafka-python asks for a fetch session; the broker must grant one and stay consistent
+    # assign + seek to the offset found for a timestamp: i = 15.. on partition 0
+    records = _consume(b, tps[:1], 5, seek={tps[0]: found[tps[0]].offset})
+    assert [int(r.value) for r in records] == [15, 18, 21, 24, 27]
+
+
+def test_consume_from_latest(brook_session: BrookProcess, unique_topic: str) -> None:
+    b = brook_session.bootstrap
+    producer = KafkaProducer(bootstrap_servers=b)
+    for i in range(5):
+        producer.send(unique_topic, f"old{i}".encode())
+    producer.flush()
+    tp = TopicPartition(unique_topic, 0)
     consumer = KafkaConsumer(bootstrap_servers=b, enable_auto_commit=False)
+    consumer.assign([tp])
+    consumer.seek_to_end(tp)
+    assert consumer.position(tp) == 5  # ListOffsets(latest) resolved before anything new
+    for i in range(3):
+        producer.send(unique_topic, f"new{i}".encode())
+    producer.flush()
+    producer.close()
+    got: list = []
+    deadline = time.monotonic() + 30
+    while len(got) < 3 and time.monotonic() < deadline:
+        for records in consumer.poll(timeout_ms=500).values():
+            got.extend(records)
+    consumer.close()
+    assert [(r.offset, r.value) for r in got] == [(5 + i, f"new{i}".encode()) for i in range(3)]
+
+
+def test_incremental_fetch_responses_leave_out_idle_partitions(brook_session: BrookProcess,
+                                                               unique_topic: str) -> None:
+    """kafka-python's consumer at its defaults opens a KIP-227 session; once data flows to one
+    of three partitions, the broker's incremental responses name that partition alone."""
+    b = brook_session.bootstrap
+    admin = KafkaAdminClient(bootstrap_servers=b)
+    admin.create_topics([NewTopic(unique_topic, 3, 1)])
+    admin.close()
+    tps = [TopicPartition(unique_topic, p) for p in range(3)]
+    consumer = KafkaConsumer(bootstrap_servers=b, enable_auto_commit=False, fetch_max_wait_ms=100)
     consumer.assign(tps)
     consumer.seek_to_beginning(*tps)
-    seen = 0
-    deadline = time.monotonic() + 30
-    while seen < 30 and time.monotonic() < deadline:
-        seen += sum(len(v) for v in consumer.poll(timeout_ms=300).values())
-    for _ in range(5):  # idle incremental fetches
+    fetcher = consumer._fetcher
+    original = fetcher._handle_fetch_response
+    # (incremental?, partitions in the session, partitions named by the response)
+    responses: list[tuple[bool, int, set[int]]] = []
+
+    def spy(node_id: int, fetch_offsets: object, send_time: float, response: object) -> object:
+        handler = fetcher._session_handlers[node_id]
+        named = {p.partition_index for t in response.responses for p in t.partitions}
+        responses.append((not handler.next_metadata.is_full, len(handler.session_partitions),
+                          named))
+        return original(node_id, fetch_offsets, send_time, response)
+
+    fetcher._handle_fetch_response = spy
+    for _ in range(3):
         consumer.poll(timeout_ms=200)
-    handlers = consumer._fetcher._session_handlers
-    assert handlers and all(h.next_metadata.session_id != 0 for h in handlers.values())
-    assert all(h.next_metadata.epoch > 1 for h in handlers.values())
+    producer = KafkaProducer(bootstrap_servers=b)
+    got: list = []
+    deadline = time.monotonic() + 30
+    for i in range(20):
+        producer.send(unique_topic, f"m{i}".encode(), partition=1).get(timeout=10)
+        if i % 5 == 4:
+            for records in consumer.poll(timeout_ms=300).values():
+                got.extend(records)
+    producer.close()
+    while len(got) < 20 and time.monotonic() < deadline:
+        for records in consumer.poll(timeout_ms=300).values():
+            got.extend(records)
     consumer.close()
-    assert seen == 30
+    assert [r.value for r in got] == [f"m{i}".encode() for i in range(20)]
+    full = [named for incremental, _, named in responses if not incremental]
+    assert full and full[0] == {0, 1, 2}  # the first fetch is full and creates the session
+    incremental = [(size, named) for inc, size, named in responses if inc]
+    assert any(size == 3 and not named for size, named in incremental)  # idle: nothing sent
+    with_data = [named for size, named in incremental if named]
+    assert with_data and all(named == {1} for named in with_data)  # 0 and 2 left out
 
 
 def test_admin_calls(brook_session: BrookProcess, unique_topic: str) -> None:
@@ -113,6 +173,14 @@ def test_admin_calls(brook_session: BrookProcess, unique_topic: str) -> None:
     assert everything["cleanup.policy"]["value"] == "delete"
     assert everything["cleanup.policy"]["config_source"] == "DEFAULT_CONFIG"
     assert everything["segment.bytes"]["value"] == "1073741824"
+    # kafka-python 3 alters through IncrementalAlterConfigs when the broker offers it
+    changed = ConfigResource(ConfigResourceType.TOPIC, unique_topic,
+                             configs={"retention.ms": "7200000", "segment.ms": "60000"})
+    assert admin._check_incremental_alter_configs_support()
+    assert admin.alter_configs([changed]) == {"topic": {unique_topic: "OK"}}
+    modified = admin.describe_configs([resource])["topic"][unique_topic]
+    assert {k: v["value"] for k, v in modified.items()} == {
+        "retention.ms": "7200000", "segment.ms": "60000"}
     admin.create_partitions({unique_topic: NewPartitions(4)})
     meta = admin.describe_topics([unique_topic])[0]
     assert len(meta["partitions"]) == 4

@@ -1,5 +1,6 @@
-"""kcat (librdkafka from Debian) against Brook: metadata, produce with keys, headers and every
-codec, consume from the beginning, an offset, the end and a timestamp."""
+"""kcat (librdkafka from Debian) against Brook: metadata and auto-creation, produce with keys,
+headers and every codec, acks 0/1/all, the idempotent producer, consume from the beginning, an
+offset, the tail, the end and a timestamp."""
 
 from __future__ import annotations
 
@@ -59,6 +60,38 @@ def test_consume_from_offset_end_and_timestamp(brook_session: BrookProcess,
     assert from_tail == ["b3", "b4"]
     from_time = kcat("-b", b, "-C", "-t", unique_topic, "-o", f"s@{split_ms}", "-e").split()
     assert from_time == ["b0", "b1", "b2", "b3", "b4"]
+
+
+@pytest.mark.parametrize("settings", [["acks=0"], ["acks=1"], ["enable.idempotence=true"]])
+def test_acks_and_idempotence(brook_session: BrookProcess, unique_topic: str,
+                              settings: list[str]) -> None:
+    b = brook_session.bootstrap
+    options = [arg for setting in settings for arg in ("-X", setting)]
+    kcat("-b", b, "-P", "-t", unique_topic, *options,
+         stdin="".join(f"m{i}\n" for i in range(50)))
+    out = kcat("-b", b, "-C", "-t", unique_topic, "-o", "beginning", "-c", "50", "-f", "%o %s\n")
+    assert out.splitlines() == [f"{i} m{i}" for i in range(50)]
+
+
+def test_consume_from_the_end(brook_session: BrookProcess, unique_topic: str) -> None:
+    b = brook_session.bootstrap
+    kcat("-b", b, "-P", "-t", unique_topic, stdin="".join(f"old{i}\n" for i in range(5)))
+    assert KCAT is not None
+    consumer = subprocess.Popen([KCAT, "-b", b, "-C", "-t", unique_topic, "-o", "end", "-c", "1",
+                                 "-f", "%o %s\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        tick = 0
+        while consumer.poll() is None and time.monotonic() < deadline:
+            kcat("-b", b, "-P", "-t", unique_topic, stdin=f"tick{tick}\n")
+            tick += 1
+            time.sleep(0.2)
+        out, _ = consumer.communicate(timeout=10)
+    finally:
+        consumer.kill()
+        consumer.wait()
+    offset, value = out.split()
+    assert int(offset) >= 5 and value.startswith("tick")
 
 
 def test_null_values_and_empty_partition(brook_session: BrookProcess, unique_topic: str) -> None:

@@ -4,7 +4,8 @@ Every request goes through the fetch session cache (KIP-227, fetch_session.py): 
 full, or incremental, and an incremental response carries only partitions that changed.
 The request is held until ``min_bytes`` are available or ``max_wait`` passes (long poll); a
 partition error answers at once. The first partition with data always returns at least one
-whole batch (KIP-74), later ones stop at the response's ``max_bytes``. Errors 6 and 74 carry
+whole batch (KIP-74), later ones stop at the response's ``max_bytes`` (capped by the broker's
+``fetch.max.bytes``). Errors 6 and 74 carry
 the leader hint and the leader's endpoint for v16+ (KIP-951). v13+ names topics by id.
 Stored batches go to the socket as they are (brook.protocol.fetch_codec).
 """
@@ -79,7 +80,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return encode_fetch_response(
             version, [], error_code=session.error_code, read_committed=read_committed
         )
-    fetch = _Fetch(broker, ctx, session, is_follower, request.max_bytes)
+    max_bytes = min(request.max_bytes, int(broker.config["fetch.max.bytes"]))
+    fetch = _Fetch(broker, ctx, session, is_follower, max_bytes)
     fetch.read()
     max_wait = to_ms(request.max_wait, 0)
     if fetch.done(request.min_bytes) or max_wait <= 0:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from rawclient import RawClient, create_topic, fetch, produce
-from support import BrookProcess, env_with_repo
+from support import BrookProcess, env_with_repo, free_port, wait_for_port
 
 from brook.protocol.records import build_simple_batch, iter_records
 
@@ -30,10 +30,18 @@ def test_unknown_and_bad_config_keys_are_rejected_by_name(tmp_path: Path) -> Non
     assert result.returncode == 2 and "socket.request.max.byte" in result.stderr
 
 
+def _topic_id(c: RawClient, topic: str) -> object:
+    meta = c.request(3, 12, {"topics": [{"name": topic, "topic_id": None}],
+                             "allow_auto_topic_creation": False,
+                             "include_topic_authorized_operations": False})
+    assert meta.topics[0].error_code == 0
+    return meta.topics[0].topic_id
+
+
 def test_sigint_stops_cleanly_and_restart_keeps_data(brook: BrookProcess,
                                                      unique_topic: str) -> None:
     with RawClient(brook.bootstrap) as c:
-        create_topic(c, unique_topic, partitions=2)
+        topic_id = create_topic(c, unique_topic, partitions=2).topics[0].topic_id
         for i in range(20):
             produce(c, unique_topic, i % 2, build_simple_batch([f"m{i}".encode()]))
     assert brook.proc is not None
@@ -49,6 +57,7 @@ def test_sigint_stops_cleanly_and_restart_keeps_data(brook: BrookProcess,
     brook.start()
     assert not (data / ".kafka_cleanshutdown").exists()
     with RawClient(brook.bootstrap) as c:
+        assert _topic_id(c, unique_topic) == topic_id  # Fetch v13+ clients rely on it
         got = []
         for p in range(2):
             part = fetch(c, unique_topic, p, 0).responses[0].partitions[0]
@@ -60,7 +69,7 @@ def test_kill_minus_9_then_restart_keeps_flushed_records(tmp_path: Path,
                                                          unique_topic: str) -> None:
     with BrookProcess(tmp_path / "d", {"log.flush.interval.messages": "1"}) as b:
         with RawClient(b.bootstrap) as c:
-            create_topic(c, unique_topic)
+            topic_id = create_topic(c, unique_topic).topics[0].topic_id
             for i in range(50):
                 part = produce(c, unique_topic, 0, build_simple_batch([str(i).encode()]))
                 assert part.responses[0].partition_responses[0].error_code == 0
@@ -70,7 +79,38 @@ def test_kill_minus_9_then_restart_keeps_flushed_records(tmp_path: Path,
         b.proc = None
         b.start()
         with RawClient(b.bootstrap) as c:
+            assert _topic_id(c, unique_topic) == topic_id
             part = fetch(c, unique_topic, 0, 0).responses[0].partitions[0]
             assert [r.value for _, r in iter_records(part.records)] == [
                 str(i).encode() for i in range(50)]
             assert part.high_watermark == 50
+
+
+def test_config_file_with_overrides(tmp_path: Path) -> None:
+    """``brook server --config FILE --override k=v``: the file's keys apply, an override wins."""
+    port = free_port()
+    props = tmp_path / "server.properties"
+    props.write_text(
+        "# a deployment's file\n"
+        f"listeners=PLAINTEXT://127.0.0.1:{port}\n"
+        f"log.dirs={tmp_path / 'data'}\n"
+        "node.id=3\n"
+        "num.partitions=2\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "brook.cli.main", "server", "--config", str(props),
+         "--override", "node.id=5"], env=env_with_repo(),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_port(port, proc=proc)
+        with RawClient(f"127.0.0.1:{port}") as c:
+            meta = c.request(3, 12, {"topics": [{"name": "auto", "topic_id": None}],
+                                     "allow_auto_topic_creation": True,
+                                     "include_topic_authorized_operations": False})
+        assert [b.node_id for b in meta.brokers] == [5]
+        assert len(meta.topics[0].partitions) == 2
+        assert (tmp_path / "data" / "auto-1").is_dir()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    assert (tmp_path / "data" / ".kafka_cleanshutdown").exists()

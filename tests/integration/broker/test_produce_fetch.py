@@ -99,3 +99,50 @@ def test_large_requests_and_responses(brook_session: BrookProcess, unique_topic:
         part = fetch(c, unique_topic, 0, 0, max_bytes=10_000_000).responses[0].partitions[0]
         got = [r.value for _, r in iter_records(part.records)]
         assert got == [v for v in values for _ in range(3)]
+
+
+def test_first_batch_is_returned_whole_even_over_the_size_limits(brook_session: BrookProcess,
+                                                                 unique_topic: str) -> None:
+    """KIP-74: the first non-empty partition returns its first whole batch even when it is
+    larger than max_bytes and partition_max_bytes; partitions after it stay within them."""
+    big = [b"x" * 3000, b"y" * 3000]
+    with RawClient(brook_session.bootstrap) as c:
+        create_topic(c, unique_topic, partitions=2)
+        for p in (0, 1):
+            produce(c, unique_topic, p, build_simple_batch(big))
+        resp = c.request(1, 12, {
+            "replica_id": -1, "max_wait": 0, "min_bytes": 1, "max_bytes": 100,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": unique_topic, "partitions": [{
+                "partition": p, "current_leader_epoch": -1, "fetch_offset": 0,
+                "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": 100,
+            } for p in (0, 1)]}],
+            "forgotten_topics_data": [], "rack_id": ""})
+        first, second = resp.responses[0].partitions
+        assert [r.value for _, r in iter_records(first.records)] == big
+        assert second.error_code == 0 and second.records == b"" and second.high_watermark == 2
+
+
+def test_api_versions_v3_advertises_the_table_without_default_tagged_fields(
+        brook_session: BrookProcess) -> None:
+    """Produce min 0 is advertised (librdkafka < 2.11.1 turns compression off otherwise), and
+    the v3 body carries no tagged fields at their defaults (librdkafka < 2.2 cannot skip
+    them)."""
+    from brook.protocol.framing import encode_request
+    from brook.protocol.primitives import read_uvarint
+
+    with RawClient(brook_session.bootstrap) as c:
+        body = b"\x04raw\x021\x00"  # client software name and version, no tagged fields
+        c.send_bytes(encode_request(18, 3, 5, "raw", body))
+        frame = c.recv_frame()
+    assert frame[:4] == (5).to_bytes(4, "big")  # response header v0: no tagged fields
+    assert frame[4:6] == b"\x00\x00"
+    count, pos = read_uvarint(frame, 6)
+    ranges = {}
+    for _ in range(count - 1):
+        key, low, high = (int.from_bytes(frame[pos + i:pos + i + 2], "big") for i in (0, 2, 4))
+        assert frame[pos + 6] == 0  # no tagged fields on the entry
+        ranges[key] = (low, high)
+        pos += 7
+    assert ranges[0] == (0, 13) and ranges[1] == (4, 18) and ranges[18] == (0, 4)
+    assert frame[pos + 4:] == b"\x00"  # throttle time, then an empty tagged-field section

@@ -6,27 +6,12 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from broker_checks import earliest_offset, eventually
 from rawclient import RawClient, create_topic, fetch, produce
 from support import BrookProcess
 
 from brook.protocol.errors import Errors
 from brook.protocol.records import build_simple_batch
-
-
-def _earliest(c: RawClient, topic: str) -> int:
-    resp = c.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
-        {"name": topic, "partitions": [{"partition_index": 0, "current_leader_epoch": -1,
-                                        "timestamp": -2}]}]})
-    return resp.topics[0].partitions[0].offset
-
-
-def _wait_for(predicate, timeout: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_retention_by_size_and_time(tmp_path: Path) -> None:
@@ -39,14 +24,14 @@ def test_retention_by_size_and_time(tmp_path: Path) -> None:
                 batch = build_simple_batch([b"%03d" % i + b"x" * 300],
                                            timestamp=int(time.time() * 1000))
                 produce(c, topic, 0, batch)
-        assert _wait_for(lambda: _earliest(c, "by-size") > 0)
-        start = _earliest(c, "by-size")
+        assert eventually(lambda: earliest_offset(c, "by-size") > 0)
+        start = earliest_offset(c, "by-size")
         assert 20 < start < 40  # whole old segments went, the newest stayed
         assert fetch(c, "by-size", 0, 0).responses[0].partitions[0].error_code == \
             Errors.OFFSET_OUT_OF_RANGE
         assert fetch(c, "by-size", 0, start).responses[0].partitions[0].error_code == 0
         # time-based: every segment ages out; the log end offset stays where it was
-        assert _wait_for(lambda: _earliest(c, "by-time") == 40)
+        assert eventually(lambda: earliest_offset(c, "by-time") == 40)
         part = fetch(c, "by-time", 0, 40).responses[0].partitions[0]
         assert part.error_code == 0 and part.high_watermark == 40 and part.log_start_offset == 40
         produce(c, "by-time", 0, build_simple_batch([b"after"]))

@@ -3,6 +3,7 @@ timestamps, epochs, truncation, retention, flushing and reopening."""
 
 from __future__ import annotations
 
+import os
 import threading
 import uuid
 from collections.abc import Callable
@@ -120,6 +121,20 @@ def test_batches_clients_may_not_send(open_log: OpenLog, make_config: MakeConfig
         _code(plog.append_as_leader, _batch(1, size=1100), 0, NOW) == Errors.RECORD_LIST_TOO_LARGE
     )
     assert plog.log_end_offset == 0
+
+
+@pytest.mark.parametrize("codec", [0, 1, 4])
+def test_compacted_topics_take_keyed_records_only(
+    open_log: OpenLog, make_config: MakeConfig, codec: int
+) -> None:
+    plog = open_log(config=make_config(cleanup_policy="compact,delete"))
+    keyed = build_simple_batch([(b"k1", b"v"), (b"k2", None)], timestamp=NOW, codec=codec)
+    assert plog.append_as_leader(keyed, 0, NOW).first_offset == 0
+    one_keyless = build_simple_batch([(b"k1", b"v"), (None, b"v")], timestamp=NOW, codec=codec)
+    assert _code(plog.append_as_leader, one_keyless, 0, NOW) == Errors.INVALID_RECORD
+    assert plog.log_end_offset == 2
+    plog.update_config(make_config(cleanup_policy="delete"))
+    assert plog.append_as_leader(one_keyless, 0, NOW).first_offset == 2
 
 
 def test_create_time_bounds(open_log: OpenLog, make_config: MakeConfig) -> None:
@@ -347,10 +362,16 @@ def test_increment_log_start_offset(open_log: OpenLog) -> None:
     assert plog.epoch_cache.entries() == [(0, 3)]
 
 
-def _filled(open_log: OpenLog, make_config: MakeConfig, **config: object) -> PartitionLog:
+def _filled(
+    open_log: OpenLog, make_config: MakeConfig, keyed: bool = False, **config: object
+) -> PartitionLog:
     plog = open_log(config=make_config(segment_bytes=500, **config))
     for i in range(12):
-        plog.append_as_leader(_batch(2, ts=NOW + 1000 * i), 0, NOW + 1000 * i)
+        ts = NOW + 1000 * i
+        batch = (
+            build_simple_batch([(b"k", b"v" * 50)] * 2, timestamp=ts) if keyed else _batch(2, ts=ts)
+        )
+        plog.append_as_leader(batch, 0, ts)
     return plog
 
 
@@ -400,7 +421,7 @@ def test_retention_by_size(open_log: OpenLog, make_config: MakeConfig) -> None:
 def test_retention_of_segments_below_the_log_start(
     open_log: OpenLog, make_config: MakeConfig
 ) -> None:
-    plog = _filled(open_log, make_config, retention_ms=-1, cleanup_policy="compact")
+    plog = _filled(open_log, make_config, keyed=True, retention_ms=-1, cleanup_policy="compact")
     third = plog.segments()[2].base_offset
     plog.maybe_increment_log_start_offset(third + 1)
     assert plog.delete_old_segments(NOW * 2) == 2
@@ -424,6 +445,37 @@ def test_flush_policy_and_recovery_point(open_log: OpenLog, make_config: MakeCon
     flushed_at = plog._last_flush_ms
     assert not plog.needs_flush(flushed_at + 999)
     assert plog.needs_flush(flushed_at + 1000)
+
+
+def test_appends_never_fsync_and_the_next_flush_syncs_what_they_wrote(
+    open_log: OpenLog, make_config: MakeConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Appends run on the event loop: creating the log, new epochs, rolls (with producer
+    snapshots) write files but leave every fsync to the flush, which runs on a worker."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    plog = open_log("fresh-0", config=make_config(segment_bytes=400), topic_id=uuid.uuid4())
+    for i in range(12):
+        plog.append_as_leader(_batch(2, producer_id=7, producer_epoch=0, base_sequence=2 * i),
+                              i // 4, NOW)
+    assert len(plog.segments()) > 2 and plog.epoch_cache.entries() == [(0, 0), (1, 8), (2, 16)]
+    assert synced == []
+    plog.flush()
+    directory = tmp_path / "fresh-0"
+    for path in (directory / "leader-epoch-checkpoint", directory / "partition.metadata",
+                 directory, tmp_path, *(s.log_path for s in plog.segments()),
+                 *directory.glob("*.snapshot")):
+        assert str(path) in synced, path
+    assert plog.recovery_point == plog.log_end_offset == 24
+    synced.clear()
+    plog.flush()
+    assert synced == []  # nothing new to sync
 
 
 def test_flush_on_a_worker_thread_during_appends(

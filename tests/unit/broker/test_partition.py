@@ -1,0 +1,130 @@
+"""A partition as its broker sees it: the high watermark kept apart from the log end offset,
+leader epochs stamped into appended batches, acks=all waiters, epoch fencing, min ISR."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from brook.broker.partition import Partition
+from brook.log.config import LogConfig
+from brook.log.log import PartitionLog
+from brook.metadata.image import PartitionInfo
+from brook.protocol.batch import read_header
+from brook.protocol.errors import Errors, KafkaError
+from brook.protocol.records import build_simple_batch
+
+NOW = 1_700_000_000_000
+TOPIC_ID = uuid.uuid4()
+
+
+def _info(leader: int, epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...]
+          ) -> PartitionInfo:
+    return PartitionInfo(TOPIC_ID, 0, replicas, isr, leader, epoch, epoch)
+
+
+@pytest.fixture
+def open_log(tmp_path: Path) -> Iterator[Callable[..., PartitionLog]]:
+    opened: list[PartitionLog] = []
+
+    def factory(**config: object) -> PartitionLog:
+        plog = PartitionLog.open(tmp_path / "t-0", LogConfig.from_topic_config(config),
+                                 now_ms=NOW)
+        opened.append(plog)
+        return plog
+
+    yield factory
+    for plog in opened:
+        plog.close_files()
+
+
+@pytest.fixture
+def partition(open_log: Callable[..., PartitionLog]) -> Partition:
+    return Partition("t", 0, TOPIC_ID, 1, open_log())
+
+
+def _append(p: Partition, count: int = 3, acks: int = 1) -> int:
+    return p.append_as_leader(build_simple_batch([b"v"] * count, timestamp=NOW), acks, NOW) \
+        .first_offset
+
+
+def test_alone_in_the_isr_the_high_watermark_follows_the_log_end(partition: Partition) -> None:
+    partition.update(_info(1, 4, (1,), (1,)))
+    assert partition.is_leader and partition.high_watermark == 0
+    assert _append(partition) == 0
+    assert partition.log.log_end_offset == partition.high_watermark == 3  # records, not batches
+    data = partition.read(0, 1 << 20, for_follower=False, min_one_batch=True).records
+    assert read_header(data).partition_leader_epoch == 4  # the leader epoch is stamped in
+
+
+def test_with_a_follower_the_high_watermark_waits_for_it(partition: Partition) -> None:
+    async def run() -> None:
+        partition.update(_info(1, 0, (1, 2), (1, 2)))
+        _append(partition, 5, acks=-1)
+        assert (partition.log.log_end_offset, partition.high_watermark) == (5, 0)
+        waiter = partition.wait_for_acks(5)
+        assert waiter is not None and not waiter.done()
+        # consumers read up to the high watermark only; followers up to the log end
+        assert partition.read(0, 1 << 20, for_follower=False, min_one_batch=True).records == b""
+        assert partition.read(0, 1 << 20, for_follower=True, min_one_batch=True).records
+        partition.followers[2].log_end_offset = 3
+        assert partition.maybe_increment_high_watermark() and partition.high_watermark == 3
+        assert not waiter.done()
+        partition.followers[2].log_end_offset = 5
+        partition.maybe_increment_high_watermark()
+        await asyncio.wait_for(waiter, 1)
+        assert partition.wait_for_acks(5) is None
+        # a follower out of the ISR no longer holds the high watermark back
+        partition.update(_info(1, 0, (1, 2), (1,)))
+        _append(partition, 2)
+        assert partition.high_watermark == partition.log.log_end_offset == 7
+
+    asyncio.run(run())
+
+
+def test_losing_leadership_fails_waiting_produces(partition: Partition) -> None:
+    async def run() -> None:
+        partition.update(_info(1, 0, (1, 2), (1, 2)))
+        _append(partition, acks=-1)
+        waiter = partition.wait_for_acks(3)
+        assert waiter is not None
+        partition.update(_info(2, 1, (1, 2), (1, 2)))
+        assert not partition.is_leader
+        with pytest.raises(KafkaError) as failed:
+            await asyncio.wait_for(waiter, 1)
+        assert failed.value.code == Errors.NOT_LEADER_OR_FOLLOWER
+        with pytest.raises(KafkaError) as refused:
+            _append(partition)
+        assert refused.value.code == Errors.NOT_LEADER_OR_FOLLOWER
+
+    asyncio.run(run())
+
+
+def test_leader_epoch_fencing_and_min_isr(open_log: Callable[..., PartitionLog]) -> None:
+    p = Partition("t", 0, TOPIC_ID, 1, open_log(**{"min.insync.replicas": 2}))
+    p.update(_info(1, 5, (1, 2), (1,)))
+    assert p.check_leader_epoch(-1) == Errors.NONE
+    assert p.check_leader_epoch(5) == Errors.NONE
+    assert p.check_leader_epoch(4) == Errors.FENCED_LEADER_EPOCH
+    assert p.check_leader_epoch(6) == Errors.UNKNOWN_LEADER_EPOCH
+    with pytest.raises(KafkaError) as too_few:
+        _append(p, acks=-1)
+    assert too_few.value.code == Errors.NOT_ENOUGH_REPLICAS
+    assert _append(p, acks=1) == 0  # min.insync.replicas binds acks=all only
+
+
+def test_a_new_leader_keeps_its_high_watermark_within_the_log(
+    open_log: Callable[..., PartitionLog],
+) -> None:
+    plog = open_log()
+    plog.append_as_leader(build_simple_batch([b"a"] * 4, timestamp=NOW), 0, NOW)
+    p = Partition("t", 0, TOPIC_ID, 1, plog, high_watermark=99)
+    p.update(_info(1, 1, (1, 2), (1, 2)))
+    assert p.high_watermark == 4  # never past the log end
+    p = Partition("t", 0, TOPIC_ID, 1, plog, high_watermark=2)
+    p.update(_info(1, 1, (1, 2), (1, 2)))
+    assert p.high_watermark == 2  # the follower has not confirmed more
