@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
@@ -29,6 +30,7 @@ __all__ = [
     "executor_consumer_config",
     "read_partition",
     "read_range",
+    "report_data_loss",
 ]
 
 log = logging.getLogger(__name__)
@@ -97,7 +99,7 @@ def read_range(
     position = start
     with Consumer(executor_consumer_config(client_config)) as consumer:
         while position < end:
-            pending: list = []
+            pending: list[Any] = []
             try:
                 for chunk in consumer.read_range(
                     (topic, partition), position, end, timeout_ms=poll_timeout_ms
@@ -109,15 +111,15 @@ def read_range(
                         pending = []
                 position = end
             except OffsetOutOfRangeError as exc:
-                tp = next(iter(exc.offsets))
-                log_start = exc.log_start_offsets.get(tp, end)
+                log_start = next(iter(exc.log_start_offsets.values()), None)
                 report_data_loss(
                     fail_on_data_loss,
                     f"Cannot fetch offset {position} of {name} (offsets [{position}, {end}) were "
                     f"to be read, the log now starts at {log_start})",
                 )
-                # Skip what is gone; what remains of the range is read from the log start.
-                position = max(position, min(log_start, end))
+                # Skip what is gone: the rest of the range from the log start, if any is left.
+                ahead = log_start is not None and position < log_start < end
+                position = log_start if ahead else end
             except KafkaError as exc:
                 if exc.code != Errors.UNKNOWN_TOPIC_OR_PARTITION:
                     raise

@@ -24,13 +24,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from .discovery import OffsetReader
-from .fetch import (
-    INSTRUCTION_FOR_FAIL_ON_DATA_LOSS_FALSE,
-    INSTRUCTION_FOR_FAIL_ON_DATA_LOSS_TRUE,
-    DataLossError,
-    RangePartition,
-    read_partition,
-)
+from .fetch import RangePartition, read_partition, report_data_loss
 from .offsets import PartitionOffsets, from_json_dict, to_json_dict
 from .options import SourceOptions
 from .planning import OffsetRange, TriggerDelay, rate_limit, resolve_ranges, split_ranges
@@ -52,9 +46,7 @@ class _Planner:
         self.offsets = OffsetReader(options)
 
     def report_data_loss(self, message: str) -> None:
-        if self.options.fail_on_data_loss:
-            raise DataLossError(f"{message}. {INSTRUCTION_FOR_FAIL_ON_DATA_LOSS_TRUE}")
-        log.warning("%s. %s", message, INSTRUCTION_FOR_FAIL_ON_DATA_LOSS_FALSE)
+        report_data_loss(self.options.fail_on_data_loss, message)
 
     def tasks(self, ranges: list[OffsetRange]) -> list[InputPartition]:
         o = self.options

@@ -13,6 +13,7 @@ from support import BrookProcess
 
 from brook.client.admin import Admin
 from brook.client.admin_types import AlterConfigOp, ConfigResource, OffsetSpec
+from brook.spark.fetch import DataLossError, read_range
 
 RECORDS = 600
 
@@ -123,3 +124,33 @@ def test_deleted_topic(spark, brook_session, unique_topic: str, tmp_path: Path, 
             assert query.isActive
     finally:
         query.stop()
+
+
+@pytest.mark.parametrize("fail", [True, False])
+def test_task_reading_a_range_retention_already_deleted(
+    broker, unique_topic: str, fail: bool
+) -> None:
+    """The executor's own check (records deleted after the batch was planned)."""
+    bootstrap = broker.bootstrap
+    create_topic(bootstrap, unique_topic, 1, {"segment.bytes": "20000"})
+    produce(bootstrap, unique_topic, [b"%04d" % i + b"x" * 300 for i in range(RECORDS)],
+            partition=0)
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.incremental_alter_configs(
+            {ConfigResource.topic(unique_topic): [AlterConfigOp("retention.ms", "100")]})
+    deadline = time.monotonic() + 30
+    while _earliest(bootstrap, unique_topic) < RECORDS and time.monotonic() < deadline:
+        time.sleep(0.1)
+    with Admin({"bootstrap.servers": bootstrap}) as admin:
+        admin.incremental_alter_configs(
+            {ConfigResource.topic(unique_topic): [AlterConfigOp("retention.ms", "-1")]})
+    produce(bootstrap, unique_topic, [b"after"] * 50, partition=0)
+    assert _earliest(bootstrap, unique_topic) == RECORDS
+    batches = read_range({"bootstrap.servers": bootstrap}, unique_topic, 0, 10, RECORDS + 50,
+                         False, fail_on_data_loss=fail, poll_timeout_ms=10_000)
+    if fail:
+        with pytest.raises(DataLossError, match=rf"Cannot fetch offset 10 of {unique_topic}-0"):
+            list(batches)
+    else:
+        offsets = [o for b in batches for o in b.column("offset").to_pylist()]
+        assert offsets == list(range(RECORDS, RECORDS + 50))
