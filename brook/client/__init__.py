@@ -12,17 +12,33 @@ from .connection import (
     RequestTimeoutError,
     UnsupportedVersionError,
 )
+from .consumer import (
+    AsyncConsumer,
+    Consumer,
+    ConsumerRecord,
+    GroupMembershipUnavailableError,
+    NoOffsetForPartitionError,
+    OffsetAndMetadata,
+    OffsetOutOfRangeError,
+)
 from .network import NetworkClient
 
 __all__ = [
     "Admin",
     "AdminError",
     "AsyncAdmin",
+    "AsyncConsumer",
     "BrokerConnection",
     "BrokerNode",
     "ClusterMetadata",
+    "Consumer",
+    "ConsumerRecord",
+    "GroupMembershipUnavailableError",
     "NetworkClient",
     "NetworkError",
+    "NoOffsetForPartitionError",
+    "OffsetAndMetadata",
+    "OffsetOutOfRangeError",
     "PartitionInfo",
     "ProtocolError",
     "RequestTimeoutError",

@@ -20,7 +20,6 @@ from brook.protocol.errors import Errors, KafkaError
 
 from . import _sync
 from .admin_types import (
-    SPEC_MIN_VERSION,
     AdminError,
     AlterConfigOp,
     AlterConfigOpType,
@@ -43,6 +42,7 @@ from .admin_types import (
 from .cluster import BrokerNode, TopicPartition
 from .config import parse_admin_config
 from .connection import NetworkError, RequestTimeoutError, UnsupportedVersionError
+from .list_offsets import ISOLATION_LEVELS, list_offsets
 from .network import NetworkClient, backoff_ms
 
 __all__ = [
@@ -520,78 +520,20 @@ class AsyncAdmin:
         """Offsets per partition: EARLIEST, LATEST, MAX_TIMESTAMP, or the first offset whose
         timestamp is >= a given ms timestamp; each request goes to the partition's leader."""
         wanted = {TopicPartition(*tp): int(spec) for tp, spec in specs.items()}
-        level = {"read_uncommitted": 0, "read_committed": 1}[isolation_level]
+        level = ISOLATION_LEVELS[isolation_level]
         deadline, _ = self._timeouts(timeout_ms)
 
         async def attempt(pending: dict[TopicPartition, int], deadline: float) -> Outcome:
             topics = sorted({tp.topic for tp in pending})
             await self._network.fetch_metadata(topics, allow_auto_topic_creation=False)
-            cluster = self._network.cluster
-            out: Outcome = {}
-            by_leader: dict[int, dict[TopicPartition, int]] = {}
-            for tp, spec in pending.items():
-                if tp.topic in cluster.topic_errors:
-                    out[tp] = _item_error(cluster.topic_errors[tp.topic], _describe(tp))
-                elif cluster.partition(tp) is None:
-                    out[tp] = _item_error(Errors.UNKNOWN_TOPIC_OR_PARTITION, _describe(tp))
-                elif (leader := cluster.leader_for(tp)) is None:
-                    out[tp] = _item_error(Errors.LEADER_NOT_AVAILABLE, _describe(tp))
-                else:
-                    by_leader.setdefault(leader, {})[tp] = spec
-            answers = await asyncio.gather(
-                *(
-                    self._list_offsets_on(leader, batch, level, deadline)
-                    for leader, batch in by_leader.items()
-                ),
-                return_exceptions=True,
+            return await list_offsets(
+                self._network,
+                pending,
+                isolation_level=level,
+                timeout_ms=self._op_timeout(deadline),
             )
-            for batch, answer in zip(by_leader.values(), answers, strict=True):
-                if isinstance(answer, KafkaError):
-                    out.update(dict.fromkeys(batch, answer))
-                elif isinstance(answer, BaseException):
-                    raise answer
-                else:
-                    out.update(answer)
-            return out
 
         return await self._per_item(wanted, attempt, deadline, _retry_offsets)
-
-    async def _list_offsets_on(
-        self, leader: int, batch: Mapping[TopicPartition, int], level: int, deadline: float
-    ) -> Outcome:
-        # Special timestamps and read_committed need newer versions than plain lookups.
-        client_min = max([2 if level else 1, *(SPEC_MIN_VERSION.get(s, 1) for s in batch.values())])
-        by_topic: dict[str, list[dict[str, int]]] = {}
-        for tp, spec in batch.items():
-            by_topic.setdefault(tp.topic, []).append(
-                {"partition_index": tp.partition, "current_leader_epoch": -1, "timestamp": spec}
-            )
-        data = {
-            "replica_id": -1,
-            "isolation_level": level,
-            "topics": [{"name": t, "partitions": parts} for t, parts in by_topic.items()],
-            "timeout": self._op_timeout(deadline),
-        }
-        resp = await self._network.send_to(leader, ApiKey.LIST_OFFSETS, data, client_min=client_min)
-        out: Outcome = {}
-        for t in resp.topics:
-            for p in t.partitions:
-                tp = TopicPartition(t.name, int(p.partition_index))
-                code = int(p.error_code)
-                if code:
-                    out[tp] = _item_error(code, _describe(tp))
-                else:
-                    out[tp] = ListedOffset(
-                        int(p.offset), int(p.timestamp), int(getattr(p, "leader_epoch", -1))
-                    )
-        for tp in batch:
-            if tp not in out:
-                out[tp] = _item_error(
-                    Errors.UNKNOWN_TOPIC_OR_PARTITION,
-                    _describe(tp),
-                    "missing from the ListOffsets response",
-                )
-        return out
 
     # -- leaders and replicas --------------------------------------------------------------
 

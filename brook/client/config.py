@@ -814,6 +814,16 @@ def parse_consumer_config(props: Mapping[str, Any]) -> Config:
         values[name] = str(values[name]).lower()
     if values["group.instance.id"] is not None and values["group.id"] is None:
         raise ConfigError("group.instance.id requires group.id")
+    if (
+        values["group.id"] is None
+        and values["enable.auto.commit"]
+        and "enable.auto.commit" in props
+    ):
+        # Java's rule: an explicit true without a group is an error; the default (true) is
+        # simply unused, since only a group coordinator commits.
+        raise ConfigError(
+            "enable.auto.commit cannot be set to true when default group id (null) is used"
+        )
     return _finish(CONSUMER_CONFIG, values, props)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from crc32c import crc32c
 
@@ -221,6 +222,195 @@ def batch_records(
     return records
 
 
+# -- the consumer's fast path ----------------------------------------------------------------
+#
+# Every fetched record goes through ``decode_records_into``: one loop, no generator, no call per
+# field. Varints of one byte (and lengths of two) are decoded inline; longer ones take
+# ``_varint``. Records below ``min_offset`` are stepped over by their length alone.
+
+_new_tuple = tuple.__new__
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    while True:
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if shift > 63:
+            raise CorruptBatch("varint too long")
+
+
+def _headers(data: bytes, pos: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
+    count, pos = _varint(data, pos)
+    out = []
+    for _ in range(count):
+        klen, pos = _varint(data, pos)
+        if klen < 0:
+            raise CorruptBatch("null header key")
+        hkey = data[pos : pos + klen].decode("utf-8", "replace")
+        pos += klen
+        vlen, pos = _varint(data, pos)
+        if vlen < 0:
+            out.append((hkey, None))
+        else:
+            out.append((hkey, data[pos : pos + vlen]))
+            pos += vlen
+    return tuple(out), pos
+
+
+def decode_records_into(
+    out: list[Any],
+    record_type: type,
+    data: bytes,
+    count: int,
+    *,
+    base_offset: int,
+    base_timestamp: int,
+    topic: str,
+    partition: int,
+    timestamp_type: int,
+    leader_epoch: int,
+    min_offset: int = 0,
+    log_append_time: int | None = None,
+    start: int = 0,
+    end: int | None = None,
+) -> None:
+    """Append the records of one batch's (decompressed) record data to ``out``.
+
+    The records are ``data[start:end]`` (all of ``data`` by default): an uncompressed batch
+    is decoded where it lies in the fetched bytes, without copying it out first.
+
+    Each record is ``record_type`` (a tuple subclass) made from the tuple ``(topic, partition,
+    offset, timestamp, timestamp_type, key, value, headers, leader_epoch, key_size,
+    value_size)``; a null key or value has size -1. Records with an offset below
+    ``min_offset`` are skipped. ``log_append_time`` replaces every record's timestamp (the
+    batch's maxTimestamp under LogAppendTime). Raises CorruptBatch for malformed data.
+    """
+    append = out.append
+    if end is None:
+        end = len(data)
+    pos = start
+    try:
+        for _ in range(count):
+            b = data[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                c = data[pos + 1]
+                if c < 0x80:
+                    raw = (b & 0x7F) | (c << 7)
+                    length = (raw >> 1) ^ -(raw & 1)
+                    pos += 2
+                else:
+                    length, pos = _varint(data, pos)
+            record_end = pos + length
+            if length < 6 or record_end > end:
+                raise CorruptBatch("record runs past its batch")
+            pos += 1  # attributes (unused in v2)
+            b = data[pos]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                c = data[pos + 1]
+                if c < 0x80:
+                    raw = (b & 0x7F) | (c << 7)
+                    ts_delta = (raw >> 1) ^ -(raw & 1)
+                    pos += 2
+                else:
+                    ts_delta, pos = _varint(data, pos)
+            b = data[pos]
+            if b < 0x80:
+                offset = base_offset + (b >> 1)  # offset deltas are never negative
+                pos += 1
+            else:
+                c = data[pos + 1]
+                if c < 0x80:
+                    offset = base_offset + (((b & 0x7F) | (c << 7)) >> 1)
+                    pos += 2
+                else:
+                    delta, pos = _varint(data, pos)
+                    offset = base_offset + delta
+            if offset < min_offset:
+                pos = record_end
+                continue
+            b = data[pos]
+            if b == 1:
+                key = None
+                key_size = -1
+                pos += 1
+            else:
+                if b < 0x80:
+                    key_size = b >> 1
+                    pos += 1
+                else:
+                    key_size, pos = _varint(data, pos)
+                key = data[pos : pos + key_size]
+                pos += key_size
+            b = data[pos]
+            if b == 1:
+                value = None
+                value_size = -1
+                pos += 1
+            else:
+                if b < 0x80:
+                    value_size = b >> 1
+                    pos += 1
+                else:
+                    c = data[pos + 1]
+                    if c < 0x80:
+                        value_size = ((b & 0x7F) | (c << 7)) >> 1
+                        pos += 2
+                    else:
+                        value_size, pos = _varint(data, pos)
+                value = data[pos : pos + value_size]
+                pos += value_size
+            if data[pos] == 0:
+                headers: tuple[tuple[str, bytes | None], ...] = ()
+                pos += 1
+            else:
+                headers, pos = _headers(data, pos)
+            if pos != record_end or key_size < -1 or value_size < -1:
+                raise CorruptBatch("record length does not match its fields")
+            append(
+                _new_tuple(
+                    record_type,
+                    (
+                        topic,
+                        partition,
+                        offset,
+                        base_timestamp + ts_delta if log_append_time is None else log_append_time,
+                        timestamp_type,
+                        key,
+                        value,
+                        headers,
+                        leader_epoch,
+                        key_size,
+                        value_size,
+                    ),
+                )
+            )
+    except IndexError:
+        raise CorruptBatch("record runs past its batch") from None
+
+
+def batch_payload(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> bytes:
+    """The record data of the batch at ``pos``, decompressed; CorruptBatch if it cannot be."""
+    raw = memoryview(buf)[pos + HEADER_SIZE : pos + LOG_OVERHEAD + header.batch_length]
+    if not header.codec:
+        return bytes(raw)
+    try:
+        return decompress(header.codec, raw)
+    except CompressionError as exc:
+        raise CorruptBatch(str(exc)) from None
+
+
 def iter_records(
     buf: bytes | bytearray | memoryview, *, skip_control: bool = True, verify: bool = True
 ) -> Iterator[tuple[BatchHeader, Record]]:
@@ -240,9 +430,11 @@ def iter_records(
 
 __all__ = [
     "Record",
+    "batch_payload",
     "batch_records",
     "build_batch",
     "build_simple_batch",
+    "decode_records_into",
     "encode_record",
     "iter_records",
     "read_uvarint",

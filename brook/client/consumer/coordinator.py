@@ -1,0 +1,84 @@
+"""Where consumer-group membership plugs into the consumer: the GroupCoordinator protocol and
+the context a coordinator is made from. The consumer ships without an implementation, so
+subscribe(), commits and committed offsets raise GroupMembershipUnavailableError until one
+is given (``AsyncConsumer(config, coordinator_factory=...)``).
+
+The consumer calls, all on its event loop:
+
+- ``await poll(now_ms)`` before every fetch round of poll(): heartbeats, joins and rebalances
+  happen here; a new assignment is installed with
+  ``subscriptions.assign_from_subscribed(partitions)`` (the rebalance listener in
+  ``subscriptions.listener`` is the coordinator's to call). Returning quickly matters: it
+  runs on every poll().
+- ``await committed(partitions, timeout_ms)``: committed offsets (None where there is none),
+  used for the starting position of partitions that have none, before auto.offset.reset.
+- ``await commit_sync(offsets, timeout_ms)`` / ``commit_async(offsets, callback)``: commit
+  ``{tp: OffsetAndMetadata}``; the callback gets (offsets, exception or None).
+- ``await on_close(timeout_ms)``: the consumer is closing (final auto-commit, LeaveGroup).
+
+The coordinator reads consumed positions from ``subscriptions.states()`` for auto-commit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from ..cluster import TopicPartition
+from ..network import NetworkClient
+from .subscription import SubscriptionState
+
+__all__ = [
+    "CommitCallback",
+    "CoordinatorContext",
+    "CoordinatorFactory",
+    "GroupCoordinator",
+    "OffsetAndMetadata",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    """A committed position: the offset of the next record to read, with its metadata."""
+
+    offset: int
+    metadata: str = ""
+    leader_epoch: int = -1
+
+
+CommitCallback = Callable[[Mapping[TopicPartition, OffsetAndMetadata], BaseException | None], Any]
+
+
+class GroupCoordinator(Protocol):
+    async def poll(self, now_ms: float) -> None: ...
+
+    async def committed(
+        self, partitions: Iterable[TopicPartition], timeout_ms: int
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]: ...
+
+    async def commit_sync(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata], timeout_ms: int
+    ) -> None: ...
+
+    def commit_async(
+        self,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        callback: CommitCallback | None = None,
+    ) -> None: ...
+
+    async def on_close(self, timeout_ms: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class CoordinatorContext:
+    """What a coordinator is built from: the parsed consumer config (group.id, session and
+    heartbeat settings, assignors, auto-commit), the consumer's network client, and its
+    subscription state."""
+
+    config: Mapping[str, Any]
+    network: NetworkClient
+    subscriptions: SubscriptionState
+
+
+CoordinatorFactory = Callable[[CoordinatorContext], GroupCoordinator]

@@ -1,0 +1,87 @@
+"""The consumer's own exceptions. OffsetOutOfRangeError is the one a reader of fixed ranges
+(the Spark source) catches to tell data loss (retention moved the log start) from other
+failures."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from brook.protocol.errors import Errors, KafkaError
+
+from ..cluster import TopicPartition
+
+__all__ = [
+    "GroupMembershipUnavailableError",
+    "NoOffsetForPartitionError",
+    "OffsetOutOfRangeError",
+    "RecordDeserializationError",
+]
+
+
+def _names(tps: Mapping[TopicPartition, int]) -> str:
+    return ", ".join(
+        f"{tp.topic}-{tp.partition} at offset {off}" for tp, off in sorted(tps.items())
+    )
+
+
+class OffsetOutOfRangeError(KafkaError):
+    """Fetch positions outside the partitions' logs with no reset policy (auto.offset.reset
+    = none), or a requested range that starts below the log start (data lost to retention).
+
+    ``offsets`` maps each partition to the offset that was out of range; ``log_start_offsets``
+    and ``log_end_offsets`` hold the valid range where it is known.
+    """
+
+    def __init__(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        *,
+        log_start_offsets: Mapping[TopicPartition, int] | None = None,
+        log_end_offsets: Mapping[TopicPartition, int] | None = None,
+        reason: str | None = None,
+    ) -> None:
+        self.offsets = dict(offsets)
+        self.log_start_offsets = dict(log_start_offsets or {})
+        self.log_end_offsets = dict(log_end_offsets or {})
+        ranges = [
+            f"{tp.topic}-{tp.partition} holds [{self.log_start_offsets[tp]}, "
+            f"{self.log_end_offsets.get(tp, '?')})"
+            for tp in sorted(self.offsets)
+            if tp in self.log_start_offsets
+        ]
+        text = f"fetch position out of range for {_names(self.offsets)}"
+        if ranges:
+            text += " (" + "; ".join(ranges) + ")"
+        text += f": {reason}" if reason else " and auto.offset.reset is none"
+        super().__init__(Errors.OFFSET_OUT_OF_RANGE, text)
+
+
+class NoOffsetForPartitionError(KafkaError):
+    """A partition has no position (no seek, no committed offset) and auto.offset.reset is
+    none, as Java's NoOffsetForPartitionException."""
+
+    def __init__(self, partitions: list[TopicPartition]) -> None:
+        self.partitions = sorted(partitions)
+        names = ", ".join(f"{tp.topic}-{tp.partition}" for tp in self.partitions)
+        super().__init__(
+            Errors.OFFSET_OUT_OF_RANGE,
+            f"undefined offset with no reset policy (auto.offset.reset=none) for partitions: "
+            f"{names}; seek() to a position first",
+        )
+
+
+class GroupMembershipUnavailableError(RuntimeError):
+    """subscribe(), commits and committed offsets need a group coordinator, which this
+    consumer does not have; use assign() and seek() instead."""
+
+
+class RecordDeserializationError(ValueError):
+    """key.deserializer or value.deserializer failed on a record; the position stays at it."""
+
+    def __init__(self, tp: TopicPartition, offset: int, cause: BaseException) -> None:
+        self.tp = tp
+        self.offset = offset
+        super().__init__(
+            f"error deserializing the record at offset {offset} of {tp.topic}-{tp.partition}: "
+            f"{cause!r}; seek() past it to continue"
+        )
