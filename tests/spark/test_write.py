@@ -23,7 +23,7 @@ def test_batch_write_with_every_column(spark, brook_session, unique_topic: str) 
     ]
     df = spark.createDataFrame(
         rows, "topic string, key binary, value string, partition int, "
-              "headers array<struct<key: string, value: binary>>")
+              "headers array<struct<key: string, value: binary>>").coalesce(1)
     df.write.mode("append").format("brook").option("kafka.bootstrap.servers", bootstrap).save()
     back = _read_all(spark, bootstrap, unique_topic, headers=True)
     assert len(back) == 30
@@ -34,7 +34,7 @@ def test_batch_write_with_every_column(spark, brook_session, unique_topic: str) 
             assert [(h.key, bytes(h.value)) for h in r.headers] == [("h", f"{i}".encode())]
         else:
             assert r.headers is None
-    # Within each partition the rows keep the order they were written in.
+    # Within each partition the rows keep the order one task wrote them in.
     for p in range(3):
         ids = [int(bytes(r.value)[1:]) for r in back if r.partition == p]
         assert ids == sorted(ids)
