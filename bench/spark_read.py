@@ -2,7 +2,7 @@
 into a noop sink and into parquet, for 100 B and 1 KiB values, beside the same rows read by
 Spark's own parquet source in the same run (the ratio is the result).
 
-    python -m bench.spark_read [--records-100 1000000] [--records-1k 300000] [--rounds 3]
+    python -m bench.spark_read [--records-100 1000000] [--records-1k 300000] [--rounds 5]
 
 Records/s = rows / the query's summed trigger time (from its progress reports), after one
 warm-up query has started Spark's Python workers. Results go to bench/results/spark_read.json.
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records-100", type=int, default=1_000_000)
     parser.add_argument("--records-1k", type=int, default=300_000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
 
     spark = _session()

@@ -130,7 +130,8 @@ class OffsetReader:
             timestamps = dict.fromkeys(self.partitions(), limit.timestamp)
         else:
             timestamps = dict(limit.offsets)
-            self._check_all_assigned(timestamps, "startingOffsetsByTimestamp")
+            option = "startingOffsetsByTimestamp" if is_start else "endingOffsetsByTimestamp"
+            self._check_all_assigned(timestamps, option)
         return self._by_timestamp(timestamps, fail_on_no_match=limit.fail_on_no_match and is_start)
 
     def _check_all_assigned(self, given: Mapping[TopicPartitionKey, int], option: str) -> None:
