@@ -123,14 +123,12 @@ class SourceOptions:
     poll_timeout_ms: int = DEFAULT_POLL_TIMEOUT_MS
     fetch_offset_retries: int = 3
     fetch_offset_retry_interval_ms: int = 10
-    group_id_prefix: str = "spark-kafka-source"
 
 
 @dataclass(frozen=True)
 class SinkOptions:
     client_config: Mapping[str, str]
     topic: str | None = None
-    include_headers: bool = False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -428,9 +426,10 @@ def _general(options: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def check_source_options(raw: Mapping[str, str]) -> None:
-    """Validate what does not depend on batch or streaming, when the DataFrame is defined."""
-    _general(_lower(raw))
+def check_source_options(raw: Mapping[str, str]) -> bool:
+    """Validate what does not depend on batch or streaming (when the DataFrame is defined);
+    returns includeHeaders, which decides the schema."""
+    return bool(_general(_lower(raw))["include_headers"])
 
 
 def parse_source_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOptions:
@@ -459,9 +458,6 @@ def parse_source_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOp
     return SourceOptions(
         starting=starting,
         ending=ending,
-        group_id_prefix=options.get(
-            "groupidprefix", "spark-kafka-source" if streaming else "spark-kafka-relation"
-        ),
         **_general(options),
     )
 
@@ -477,5 +473,4 @@ def parse_sink_options(raw: Mapping[str, str]) -> SinkOptions:
     return SinkOptions(
         client_config=client_config,
         topic=None if topic is None else topic.strip(),
-        include_headers=_bool(options, "includeHeaders", False),
     )

@@ -32,14 +32,10 @@ class BrookDataSource(DataSource):
     def name(cls) -> str:
         return "brook"
 
-    def _include_headers(self) -> bool:
-        return str(self.options.get("includeheaders", "false")).strip().lower() == "true"
-
     def schema(self) -> StructType:
         # Spark asks for the schema only when a read is defined (load()): check the options
         # there, as Spark's Kafka source does in sourceSchema.
-        check_source_options(self.options)
-        return read_schema(self._include_headers())
+        return read_schema(check_source_options(self.options))
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = parse_source_options(self.options, streaming=False)

@@ -29,12 +29,10 @@ def test_defaults_match_spark() -> None:
     assert s.fail_on_data_loss is True and s.include_headers is False
     assert s.max_trigger_delay_ms == 15 * 60 * 1000
     assert s.fetch_offset_retries == 3 and s.fetch_offset_retry_interval_ms == 10
-    assert s.group_id_prefix == "spark-kafka-source"
     assert s.client_config == {"bootstrap.servers": "127.0.0.1:9092"}
     b = batch()
     assert b.starting.kind is OffsetLimitKind.EARLIEST
     assert b.ending.kind is OffsetLimitKind.LATEST
-    assert b.group_id_prefix == "spark-kafka-relation"
 
 
 def test_names_are_case_insensitive() -> None:
