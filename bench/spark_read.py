@@ -28,32 +28,16 @@ TOPIC_SINKS = ("noop", "parquet")
 
 
 def _session() -> Any:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
+    from brook.spark import local_session
 
-    import brook.spark
-
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("brook-spark-read-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.driver.memory", "4g")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    brook.spark.register(spark)
-    return spark
+    return local_session("brook-spark-read-bench", **{"spark.driver.memory": "4g"})
 
 
 def _fill(bootstrap: str, topic: str, records: int, size: int) -> None:
+    from brook.client.producer import Producer
+
     from brook.client.admin import Admin
     from brook.client.admin_types import NewTopic
-    from brook.client.producer import Producer
 
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([NewTopic(topic, PARTITIONS, 1)])

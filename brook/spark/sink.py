@@ -105,31 +105,26 @@ def write_batches(
     return sent
 
 
-class BrookWriter(DataSourceArrowWriter):
+class _ProducerWriter:
+    """The write side both sinks share: each task's rows through one producer."""
+
+    def __init__(self, options: SinkOptions, columns: WriteColumns) -> None:
+        self.options = options
+        self.columns = columns
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
+        return WriteResult(
+            write_batches(iterator, self.options.client_config, self.columns, self.options.topic)
+        )
+
+
+class BrookWriter(_ProducerWriter, DataSourceArrowWriter):
     """``df.write.format("brook")``: the batch sink."""
 
-    def __init__(self, options: SinkOptions, columns: WriteColumns) -> None:
-        self.options = options
-        self.columns = columns
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
-        return WriteResult(
-            write_batches(iterator, self.options.client_config, self.columns, self.options.topic)
-        )
-
-
-class BrookStreamWriter(DataSourceStreamArrowWriter):
+class BrookStreamWriter(_ProducerWriter, DataSourceStreamArrowWriter):
     """``df.writeStream.format("brook")``: the streaming sink (commit and abort have nothing
     to do: rows are acknowledged by the brokers before a task reports success)."""
-
-    def __init__(self, options: SinkOptions, columns: WriteColumns) -> None:
-        self.options = options
-        self.columns = columns
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteResult:
-        return WriteResult(
-            write_batches(iterator, self.options.client_config, self.columns, self.options.topic)
-        )
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         return None

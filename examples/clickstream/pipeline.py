@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import shutil
 import socket
 import subprocess
@@ -33,26 +32,9 @@ CLICKS, COUNTS = "clicks", "page-counts"
 
 def spark_session() -> Any:
     """A local Spark (2 cores) with the brook format registered."""
-    # Spark's Python workers must run this interpreter, which has Brook installed.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
+    from brook.spark import local_session
 
-    import brook.spark
-
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("brook-clickstream")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    brook.spark.register(spark)
-    return spark
+    return local_session("brook-clickstream")
 
 
 def _free_port() -> int:

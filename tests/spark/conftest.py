@@ -31,25 +31,10 @@ def spark_env() -> dict[str, str]:
 
 
 def new_session():
-    from pyspark.sql import SparkSession
-
-    import brook.spark
+    from brook.spark import local_session
 
     os.environ.update(spark_env())
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("brook-spark-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    brook.spark.register(spark)
-    return spark
+    return local_session("brook-spark-tests")
 
 
 @pytest.fixture(scope="session")
