@@ -24,6 +24,7 @@ from .schema import WriteColumns
 
 __all__ = ["BrookStreamWriter", "BrookWriter", "WriteResult", "write_batches"]
 
+
 @dataclass
 class WriteResult(WriterCommitMessage):
     """What one task wrote: records acknowledged by the brokers."""
