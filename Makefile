@@ -38,6 +38,7 @@ lint: $(TEST_STAMP)
 
 bench: $(TEST_STAMP)
 	$(BIN)/python -m bench.broker_throughput
+	$(BIN)/python -m bench.producer_clients
 
 # The clickstream example: a broker on a free loopback port (data in ./data-pipeline), the
 # generator and the Spark job; prints the results and stops everything.

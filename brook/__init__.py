@@ -13,4 +13,6 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'brook' has no attribute {name!r}")
 
 
-_CLIENT = frozenset({"Admin", "AsyncAdmin", "AsyncConsumer", "Consumer"})
+_CLIENT = frozenset(
+    {"Admin", "AsyncAdmin", "AsyncConsumer", "AsyncProducer", "Consumer", "Producer"}
+)

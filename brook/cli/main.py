@@ -12,6 +12,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "server": ("brook.cli.server", "run a Brook node (kafka-server-start)"),
     "topics": ("brook.cli.topics", "create, delete, describe or change topics (kafka-topics)"),
     "configs": ("brook.cli.configs", "describe or alter topic and broker configs (kafka-configs)"),
+    "console-consumer": (
+        "brook.cli.console_consumer", "print records to stdout (kafka-console-consumer)"
+    ),
     "get-offsets": ("brook.cli.get_offsets", "offsets of partitions at a time (kafka-get-offsets)"),
 }
 

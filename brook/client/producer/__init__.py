@@ -1,0 +1,32 @@
+"""Brook's Kafka producer: the accumulator (batches built at send time), the sender (Produce
+requests, retries, KIP-951 leader hints), idempotence, and the public AsyncProducer/Producer.
+
+    batch.py         one partition's batch: record encoding, size estimates, the v2 header
+    buffer_pool.py   buffer.memory accounting and blocking
+    accumulator.py   per-partition deques; append (KIP-794), ready, drain, expiry
+    idempotence.py   producer id/epoch, sequences, recovery (Java's TransactionManager)
+    sender.py        the asyncio sender task
+    producer_metrics.py  Kafka's producer metric names
+    record.py        RecordMetadata, per-batch results, per-record futures
+    producer.py      AsyncProducer and Producer
+"""
+
+from .errors import (
+    BufferExhaustedError,
+    KafkaTimeoutError,
+    ProducerClosedError,
+    RecordTooLargeError,
+)
+from .producer import AsyncProducer, Producer
+from .record import RecordFuture, RecordMetadata
+
+__all__ = [
+    "AsyncProducer",
+    "BufferExhaustedError",
+    "KafkaTimeoutError",
+    "Producer",
+    "ProducerClosedError",
+    "RecordFuture",
+    "RecordMetadata",
+    "RecordTooLargeError",
+]
