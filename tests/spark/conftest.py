@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,7 +31,7 @@ def spark_env() -> dict[str, str]:
     }
 
 
-def new_session():
+def new_session() -> Any:
     from brook.spark import local_session
 
     os.environ.update(spark_env())
@@ -38,7 +39,7 @@ def new_session():
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[object]:
+def spark() -> Iterator[Any]:
     session = new_session()
     try:
         yield session
