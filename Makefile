@@ -6,8 +6,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.brook-installed
 TEST_STAMP := $(VENV)/.brook-test-installed
+SPARK_STAMP := $(VENV)/.brook-spark-installed
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench bench-spark pipeline clean
 
 # The C record decoder is built by the install, so a change to it reinstalls.
 $(STAMP): pyproject.toml brook/protocol/_crecords.c
@@ -20,13 +21,18 @@ $(TEST_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $@
 
+$(SPARK_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[spark]'
+	touch $@
+
 run: $(STAMP)
 	$(BIN)/brook server --override log.dirs=./data
 
 test: $(TEST_STAMP)
 	scripts/install-system-deps
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) SPARK_LOCAL_IP=127.0.0.1 \
+		$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
@@ -35,5 +41,17 @@ bench: $(TEST_STAMP)
 	$(BIN)/python -m bench.broker_throughput
 	$(BIN)/python -m bench.producer_clients
 
+# The clickstream example: a broker on a free loopback port (data in ./data-pipeline), the
+# generator and the Spark job; prints the results and stops everything.
+pipeline: $(SPARK_STAMP)
+	scripts/install-system-deps
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) SPARK_LOCAL_IP=127.0.0.1 \
+		$(BIN)/python -m examples.clickstream.pipeline --data-dir ./data-pipeline
+
+bench-spark: $(TEST_STAMP)
+	scripts/install-system-deps
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) SPARK_LOCAL_IP=127.0.0.1 \
+		$(BIN)/python -m bench.spark_read
+
 clean:
-	rm -rf $(VENV) data .pytest_cache
+	rm -rf $(VENV) data data-pipeline .pytest_cache
