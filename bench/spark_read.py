@@ -34,10 +34,9 @@ def _session() -> Any:
 
 
 def _fill(bootstrap: str, topic: str, records: int, size: int) -> None:
-    from brook.client.producer import Producer
-
     from brook.client.admin import Admin
     from brook.client.admin_types import NewTopic
+    from brook.client.producer import Producer
 
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
