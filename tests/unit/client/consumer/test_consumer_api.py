@@ -41,7 +41,7 @@ def test_subscribe_without_group_id_or_with_unknown_assignors_fails_before_any_i
         no_group = AsyncConsumer(BOOT)
         with pytest.raises(GroupMembershipUnavailableError, match=r"valid group\.id"):
             await no_group.subscribe(["t"])
-        with pytest.raises(ConfigError, match="partition.assignment.strategy"):
+        with pytest.raises(ConfigError, match=r"partition\.assignment\.strategy"):
             AsyncConsumer({**BOOT, "group.id": "g", "partition.assignment.strategy": "nope"})
         grouped = AsyncConsumer({**BOOT, "group.id": "g"})
         # assign() works with a group.id before anything is connected.
