@@ -13,6 +13,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "topics": ("brook.cli.topics", "create, delete, describe or change topics (kafka-topics)"),
     "configs": ("brook.cli.configs", "describe or alter topic and broker configs (kafka-configs)"),
     "get-offsets": ("brook.cli.get_offsets", "offsets of partitions at a time (kafka-get-offsets)"),
+    "consumer-groups": (
+        "brook.cli.consumer_groups",
+        "list, describe, reset or delete consumer groups (kafka-consumer-groups)",
+    ),
 }
 
 
