@@ -665,7 +665,8 @@ class ConsumerGroupCoordinator:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_ms / 1000
         try:
-            if self._auto_commit and self._subs.assignment:
+            member = not self._subs.has_auto_assignment or self.membership.generation_if_stable()
+            if self._auto_commit and self._subs.assignment and member:
                 await self._commit_quietly(self._consumed(), "on close", deadline)
             if self._commits:
                 await asyncio.wait(self._commits, timeout=max(0.0, deadline - loop.time()))
@@ -743,8 +744,9 @@ class ConsumerGroupCoordinator:
                 raise RebalanceInProgressError()
             raise CommitFailedError(
                 Errors.UNKNOWN_MEMBER_ID,
-                "the consumer is not part of an active group for auto partition assignment; "
-                "it is likely that the consumer was kicked out of the group",
+                "Offset commit cannot be completed since the consumer is not part of an active "
+                "group for auto partition assignment; it is likely that the consumer was kicked "
+                "out of the group.",
             )
         return generation, m.group_instance_id
 
