@@ -9,7 +9,7 @@ AsyncAdmin and Admin expose them as methods.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -163,9 +163,16 @@ def _member(m: Any) -> MemberDescription:
     )
 
 
-async def describe_consumer_groups(
-    admin: AsyncAdmin, group_ids: Iterable[str], *, timeout_ms: int | None = None
-) -> dict[str, ConsumerGroupDescription]:
+async def _each_group(
+    admin: AsyncAdmin,
+    group_ids: Iterable[str],
+    timeout_ms: int | None,
+    api: int,
+    body: Callable[[str], dict[str, Any]],
+    answer: Callable[[str, BrokerNode, Any], Any],
+) -> dict[str, Any]:
+    """One request per group to its coordinator; ``answer`` turns the response into the
+    group's result or KafkaError. Groups whose error is retriable are tried again."""
     deadline, _ = admin._timeouts(timeout_ms)
 
     async def attempt(pending: dict[str, str], deadline: float) -> dict[str, Any]:
@@ -174,39 +181,50 @@ async def describe_consumer_groups(
             try:
                 node = await _coordinator(admin, group_id, deadline)
                 resp = await _send(
-                    admin,
-                    node,
-                    ApiKey.DESCRIBE_GROUPS,
-                    {"groups": [group_id], "include_authorized_operations": False},
-                    timeout_ms=admin._op_timeout(deadline),
+                    admin, node, api, body(group_id), timeout_ms=admin._op_timeout(deadline)
                 )
             except KafkaError as exc:
                 out[group_id] = exc
                 continue
-            g = resp.groups[0]
-            code = int(g.error_code)
-            if code:
-                out[group_id] = KafkaError(code, f"describing group {group_id}")
-            elif g.protocol_type not in ("", _CONSUMER_PROTOCOL):
-                out[group_id] = KafkaError(
-                    Errors.INVALID_GROUP_ID,
-                    f"group {group_id} is not a consumer group (protocol type "
-                    f"{g.protocol_type})",
-                )
-            else:
-                out[group_id] = ConsumerGroupDescription(
-                    group_id,
-                    not g.protocol_type,
-                    tuple(_member(m) for m in g.members),
-                    g.protocol_data or "",
-                    g.group_state,
-                    node,
-                )
+            out[group_id] = answer(group_id, node, resp)
         return out
 
     await admin.start()
     return await admin._per_item(
         {g: g for g in dict.fromkeys(group_ids)}, attempt, deadline, _retry_group
+    )
+
+
+def _description(group_id: str, node: BrokerNode, resp: Any) -> Any:
+    g = resp.groups[0]
+    code = int(g.error_code)
+    if code:
+        return KafkaError(code, f"describing group {group_id}")
+    if g.protocol_type not in ("", _CONSUMER_PROTOCOL):
+        return KafkaError(
+            Errors.INVALID_GROUP_ID,
+            f"group {group_id} is not a consumer group (protocol type {g.protocol_type})",
+        )
+    return ConsumerGroupDescription(
+        group_id,
+        not g.protocol_type,
+        tuple(_member(m) for m in g.members),
+        g.protocol_data or "",
+        g.group_state,
+        node,
+    )
+
+
+async def describe_consumer_groups(
+    admin: AsyncAdmin, group_ids: Iterable[str], *, timeout_ms: int | None = None
+) -> dict[str, ConsumerGroupDescription]:
+    return await _each_group(
+        admin,
+        group_ids,
+        timeout_ms,
+        ApiKey.DESCRIBE_GROUPS,
+        lambda g: {"groups": [g], "include_authorized_operations": False},
+        _description,
     )
 
 
@@ -342,26 +360,16 @@ async def delete_consumer_groups(
 ) -> None:
     """Delete empty groups and their offsets; AdminError names each group that could not go
     (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND, ...)."""
-    deadline, _ = admin._timeouts(timeout_ms)
 
-    async def attempt(pending: dict[str, str], deadline: float) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for group_id in pending:
-            try:
-                node = await _coordinator(admin, group_id, deadline)
-                resp = await _send(
-                    admin,
-                    node,
-                    ApiKey.DELETE_GROUPS,
-                    {"groups_names": [group_id]},
-                    timeout_ms=admin._op_timeout(deadline),
-                )
-            except KafkaError as exc:
-                out[group_id] = exc
-                continue
-            code = int(resp.results[0].error_code)
-            out[group_id] = KafkaError(code, f"group {group_id}") if code else None
-        return out
+    def answer(group_id: str, node: BrokerNode, resp: Any) -> KafkaError | None:
+        code = int(resp.results[0].error_code)
+        return KafkaError(code, f"group {group_id}") if code else None
 
-    await admin.start()
-    await admin._per_item({g: g for g in dict.fromkeys(group_ids)}, attempt, deadline, _retry_group)
+    await _each_group(
+        admin,
+        group_ids,
+        timeout_ms,
+        ApiKey.DELETE_GROUPS,
+        lambda g: {"groups_names": [g]},
+        answer,
+    )

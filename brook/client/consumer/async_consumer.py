@@ -185,13 +185,12 @@ class AsyncConsumer:
         self._check_open()
         if self.config["group.id"] is None:
             raise GroupMembershipUnavailableError(_NO_GROUP_ID)
-        pattern = isinstance(topics, re.Pattern) or (
-            isinstance(topics, str) and topics.startswith("^")
-        )
-        if pattern:
-            self._subscriptions.subscribe_pattern(topics, listener)  # type: ignore[arg-type]
+        pattern = False
+        if isinstance(topics, re.Pattern) or (isinstance(topics, str) and topics.startswith("^")):
+            self._subscriptions.subscribe_pattern(topics, listener)
+            pattern = True
         else:
-            names = [topics] if isinstance(topics, str) else list(topics)  # type: ignore[arg-type]
+            names = [topics] if isinstance(topics, str) else list(topics)
             self._subscriptions.subscribe(names, listener)
         self._track_topics()
         await self.start()
