@@ -298,3 +298,57 @@ def test_commits_with_metadata_and_oversized_metadata(
             assert (await m.consumer.committed([tp]))[tp] == OffsetAndMetadata(3, "checkpoint-a")
 
     run(main())
+
+
+def test_pattern_subscription_follows_new_topics(groups_brook: BrookProcess) -> None:
+    async def main() -> None:
+        prefix = f"pat-{uuid.uuid4().hex[:6]}"
+        with RawClient(groups_brook.bootstrap) as c:
+            create_topic(c, f"{prefix}-a", partitions=2)
+        consumer = AsyncConsumer(config(groups_brook, f"{prefix}-group"))
+        try:
+            await consumer.subscribe(f"^{prefix}-.*")
+
+            async def owns(count: int) -> bool:
+                await consumer.poll(100)
+                return len(await consumer.assignment()) == count
+
+            await eventually(lambda: owns(2), "the first matching topic")
+            with RawClient(groups_brook.bootstrap) as c:
+                create_topic(c, f"{prefix}-b", partitions=1)
+            await eventually(lambda: owns(3), "the topic created later")
+            assert await consumer.subscription() == {f"{prefix}-a", f"{prefix}-b"}
+        finally:
+            await consumer.close()
+
+    run(main())
+
+
+def test_auto_commit_in_the_background_and_on_close(groups_brook: BrookProcess, topic: str) -> None:
+    async def main() -> None:
+        group = f"auto-{uuid.uuid4().hex[:6]}"
+        with RawClient(groups_brook.bootstrap) as c:
+            produce_round(c, topic, "a")  # 10 records in each partition
+        cfg = config(groups_brook, group, **{"auto.commit.interval.ms": 200})
+        m = Member(cfg, topic)
+        async with members(m):
+            await eventually(lambda: _count(m, PARTITIONS * 10), "every record")
+            tps = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+
+            async def all_committed() -> bool:
+                got = await m.consumer.committed(tps)
+                return all(v is not None and v.offset == 10 for v in got.values())
+
+            await eventually(all_committed, "auto-commits at the end of every partition")
+        # A new member of the group starts where the commits are: nothing is read again.
+        again = Member(cfg, topic)
+        async with members(again):
+            await eventually(lambda: split_between(again), "the second member joined")
+            await asyncio.sleep(0.5)
+            assert again.records == []
+
+    run(main())
+
+
+async def _count(m: Member, n: int) -> bool:
+    return len(m.records) >= n
