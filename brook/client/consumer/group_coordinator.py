@@ -577,7 +577,10 @@ class ConsumerGroupCoordinator:
                     if m.heartbeat_due(now):
                         m.heartbeat_sent(now)
                         self._spawn(self._send_heartbeat(conn, m.generation))
-                    wait = min(m.next_heartbeat(), m.session_deadline(), m.poll_deadline()) - now
+                    deadlines = [m.session_deadline(), m.poll_deadline()]
+                    if not m.heartbeat_in_flight:  # an answer wakes the loop itself
+                        deadlines.append(m.next_heartbeat())
+                    wait = min(deadlines) - now
             self._heartbeat_wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._heartbeat_wake.wait(), max(wait, 1) / 1000)
