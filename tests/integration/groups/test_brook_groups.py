@@ -352,3 +352,32 @@ def test_auto_commit_in_the_background_and_on_close(groups_brook: BrookProcess, 
 
 async def _count(m: Member, n: int) -> bool:
     return len(m.records) >= n
+
+
+def test_members_ride_out_a_broker_kill(own_groups_brook: BrookProcess) -> None:
+    """The coordinator is killed (-9) and restarted under two members: they find it again,
+    carry on in the generation the broker reloaded from ``__consumer_offsets`` (no rebalance
+    reaches their listeners), and read what is produced afterwards."""
+
+    async def main() -> None:
+        broker = own_groups_brook
+        name = f"ride-{uuid.uuid4().hex[:6]}"
+        with RawClient(broker.bootstrap) as c:
+            create_topic(c, name, partitions=PARTITIONS)
+        cfg = config(broker, f"{name}-group", **{"session.timeout.ms": 15000})
+        a, b = Member(cfg, name), Member(cfg, name)
+        async with members(a, b):
+            await eventually(lambda: split_between(a, b), "two members")
+            calls = (list(a.listener.calls), list(b.listener.calls))
+            await asyncio.to_thread(broker.restart, False)
+            with RawClient(broker.bootstrap) as c:
+                produced = produce_round(c, name, "after")
+            await eventually(lambda: _read(a, b, count=len(produced)), "the new records")
+            assert (a.listener.calls, b.listener.calls) == calls
+            assert await split_between(a, b)
+
+    run(main())
+
+
+async def _read(*ms: Member, count: int) -> bool:
+    return sum(len(m.records) for m in ms) >= count
