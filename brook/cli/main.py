@@ -25,6 +25,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "brook.cli.consumer_perf_test", "consumer throughput (kafka-consumer-perf-test)"
     ),
     "get-offsets": ("brook.cli.get_offsets", "offsets of partitions at a time (kafka-get-offsets)"),
+    "consumer-groups": (
+        "brook.cli.consumer_groups",
+        "list, describe, reset or delete consumer groups (kafka-consumer-groups)",
+    ),
 }
 
 

@@ -1,5 +1,6 @@
 """The admin client (AsyncAdmin; Admin blocks on Brook's client loop): topics, partitions,
-configs, cluster, offsets, leader elections and partition reassignments.
+configs, cluster, offsets, leader elections, partition reassignments and consumer groups
+(those in brook.client.admin_groups).
 
 Errors: a call that fails as a whole raises its KafkaError; per-item broker errors raise one
 AdminError (code of the first) whose ``errors`` maps every failed item to its KafkaError and
@@ -18,7 +19,8 @@ from typing import Any, TypeVar
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors, KafkaError
 
-from . import _sync
+from . import _sync, admin_groups
+from .admin_groups import ConsumerGroupDescription, GroupListing, MemberDescription
 from .admin_types import (
     AdminError,
     AlterConfigOp,
@@ -42,6 +44,7 @@ from .admin_types import (
 from .cluster import BrokerNode, TopicPartition
 from .config import parse_admin_config
 from .connection import NetworkError, RequestTimeoutError, UnsupportedVersionError
+from .consumer.coordinator import OffsetAndMetadata
 from .list_offsets import ISOLATION_LEVELS, list_offsets
 from .network import NetworkClient, backoff_ms
 
@@ -57,11 +60,15 @@ __all__ = [
     "ConfigResourceType",
     "ConfigSource",
     "ConfigSynonym",
+    "ConsumerGroupDescription",
     "CreatedTopic",
     "ElectionType",
+    "GroupListing",
     "ListedOffset",
+    "MemberDescription",
     "NewPartitions",
     "NewTopic",
+    "OffsetAndMetadata",
     "OffsetSpec",
     "PartitionReassignment",
     "TopicDescription",
@@ -660,6 +667,60 @@ class AsyncAdmin:
         }
 
 
+    # -- consumer groups (brook.client.admin_groups) ---------------------------------------
+
+    async def list_consumer_groups(
+        self,
+        *,
+        states: Iterable[str] = (),
+        types: Iterable[str] = (),
+        timeout_ms: int | None = None,
+    ) -> list[GroupListing]:
+        """Consumer groups of every broker, optionally only those in ``states`` / of ``types``
+        (case-insensitive, Kafka's names)."""
+        return await admin_groups.list_groups(
+            self, states=states, types=types, timeout_ms=timeout_ms
+        )
+
+    async def describe_consumer_groups(
+        self, group_ids: Iterable[str], *, timeout_ms: int | None = None
+    ) -> dict[str, ConsumerGroupDescription]:
+        return await admin_groups.describe_consumer_groups(self, group_ids, timeout_ms=timeout_ms)
+
+    async def list_consumer_group_offsets(
+        self,
+        group_id: str,
+        partitions: Iterable[tuple[str, int]] | None = None,
+        *,
+        timeout_ms: int | None = None,
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        return await admin_groups.list_consumer_group_offsets(
+            self, group_id, partitions, timeout_ms=timeout_ms
+        )
+
+    async def alter_consumer_group_offsets(
+        self,
+        group_id: str,
+        offsets: Mapping[tuple[str, int], OffsetAndMetadata | int],
+        *,
+        timeout_ms: int | None = None,
+    ) -> None:
+        await admin_groups.alter_consumer_group_offsets(
+            self, group_id, offsets, timeout_ms=timeout_ms
+        )
+
+    async def delete_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[tuple[str, int]], *, timeout_ms: int | None = None
+    ) -> None:
+        await admin_groups.delete_consumer_group_offsets(
+            self, group_id, partitions, timeout_ms=timeout_ms
+        )
+
+    async def delete_consumer_groups(
+        self, group_ids: Iterable[str], *, timeout_ms: int | None = None
+    ) -> None:
+        await admin_groups.delete_consumer_groups(self, group_ids, timeout_ms=timeout_ms)
+
 # ---------------------------------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------------------------------
@@ -873,3 +934,53 @@ class Admin:
         return _sync.run(
             self._admin.list_partition_reassignments(partitions, timeout_ms=timeout_ms)
         )
+
+    def list_consumer_groups(
+        self,
+        *,
+        states: Iterable[str] = (),
+        types: Iterable[str] = (),
+        timeout_ms: int | None = None,
+    ) -> list[GroupListing]:
+        return _sync.run(
+            self._admin.list_consumer_groups(states=states, types=types, timeout_ms=timeout_ms)
+        )
+
+    def describe_consumer_groups(
+        self, group_ids: Iterable[str], *, timeout_ms: int | None = None
+    ) -> dict[str, ConsumerGroupDescription]:
+        return _sync.run(self._admin.describe_consumer_groups(group_ids, timeout_ms=timeout_ms))
+
+    def list_consumer_group_offsets(
+        self,
+        group_id: str,
+        partitions: Iterable[tuple[str, int]] | None = None,
+        *,
+        timeout_ms: int | None = None,
+    ) -> dict[TopicPartition, OffsetAndMetadata | None]:
+        return _sync.run(
+            self._admin.list_consumer_group_offsets(group_id, partitions, timeout_ms=timeout_ms)
+        )
+
+    def alter_consumer_group_offsets(
+        self,
+        group_id: str,
+        offsets: Mapping[tuple[str, int], OffsetAndMetadata | int],
+        *,
+        timeout_ms: int | None = None,
+    ) -> None:
+        _sync.run(
+            self._admin.alter_consumer_group_offsets(group_id, offsets, timeout_ms=timeout_ms)
+        )
+
+    def delete_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[tuple[str, int]], *, timeout_ms: int | None = None
+    ) -> None:
+        _sync.run(
+            self._admin.delete_consumer_group_offsets(group_id, partitions, timeout_ms=timeout_ms)
+        )
+
+    def delete_consumer_groups(
+        self, group_ids: Iterable[str], *, timeout_ms: int | None = None
+    ) -> None:
+        _sync.run(self._admin.delete_consumer_groups(group_ids, timeout_ms=timeout_ms))

@@ -11,12 +11,16 @@ Modules, one concern each: ``subscription`` (what is read and from where), ``fet
 (Fetch rounds through KIP-227 sessions, KIP-951 hints, the record buffer),
 ``fetch_request`` (Fetch on the wire), ``partition_records`` (decoding one partition's
 fetched bytes), ``offsets`` (ListOffsets: resets and lookups), ``coordinator`` (the
-group-membership hook), ``async_consumer`` and ``consumer`` (the public classes).
+group-membership hook), ``membership`` (the group member's state machine),
+``group_coordinator`` (its asyncio shell: rebalances, heartbeats, commits),
+``consumer_protocol`` (subscription and assignment bytes), ``assignors/`` (range,
+roundrobin, sticky, cooperative-sticky), ``async_consumer`` and ``consumer`` (the public
+classes).
 
-Group membership plugs in through ``coordinator.GroupCoordinator`` (its docstring is the
-contract): ``AsyncConsumer(config, coordinator_factory=factory)``. Without one, subscribe(),
-commit() and committed() raise GroupMembershipUnavailableError; assign() works with or
-without group.id.
+With a group.id, subscribe() joins the group through ``ConsumerGroupCoordinator``; another
+implementation of ``coordinator.GroupCoordinator`` (its docstring is the contract) plugs in
+with ``AsyncConsumer(config, coordinator_factory=factory)``. Without a group.id, subscribe(),
+commit() and committed() raise GroupMembershipUnavailableError; assign() works either way.
 
 Reading fixed offset ranges (the Spark source): one consumer per task, then
 
@@ -35,15 +39,18 @@ from .async_consumer import AsyncConsumer, OffsetAndTimestamp
 from .consumer import Consumer
 from .coordinator import CoordinatorContext, CoordinatorFactory, GroupCoordinator, OffsetAndMetadata
 from .errors import (
+    CommitFailedError,
     GroupMembershipUnavailableError,
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
+    RebalanceInProgressError,
     RecordDeserializationError,
 )
 from .record import ConsumerRecord, TimestampType
 
 __all__ = [
     "AsyncConsumer",
+    "CommitFailedError",
     "Consumer",
     "ConsumerRecord",
     "CoordinatorContext",
@@ -54,6 +61,7 @@ __all__ = [
     "OffsetAndMetadata",
     "OffsetAndTimestamp",
     "OffsetOutOfRangeError",
+    "RebalanceInProgressError",
     "RecordDeserializationError",
     "TimestampType",
 ]

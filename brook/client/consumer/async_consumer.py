@@ -18,6 +18,7 @@ from ..cluster import PartitionInfo, TopicPartition
 from ..config import parse_consumer_config, resolve_deserializer
 from ..connection import NetworkError
 from ..network import NetworkClient
+from .assignors import rebalance_protocol, resolve_assignors
 from .coordinator import (
     CommitCallback,
     CoordinatorContext,
@@ -31,6 +32,7 @@ from .errors import (
     OffsetOutOfRangeError,
 )
 from .fetcher import Fetcher
+from .group_coordinator import ConsumerGroupCoordinator
 from .offsets import OffsetLookup
 from .record import ConsumerRecord
 from .subscription import FetchState, SubscriptionState, SubscriptionType
@@ -44,19 +46,15 @@ _NO_GROUP_ID = (
     "To use the group management or offset commit APIs, you must provide a valid group.id "
     "in the consumer configuration"
 )
-_NO_COORDINATOR = (
-    "consumer group membership (subscribe, commit, committed) is not available in this "
-    "version of Brook's consumer; use assign() and seek() to read partitions"
-)
 _offset_of = itemgetter(2)
 
 
 class AsyncConsumer:
     """Consumer on asyncio: ``async with AsyncConsumer({"bootstrap.servers": ...}) as c``.
 
-    Every method is a coroutine and must run on the loop the consumer started on.
-    ``coordinator_factory`` plugs in consumer-group membership (see
-    brook.client.consumer.coordinator); without it, subscribe() raises.
+    Every method is a coroutine and must run on the loop the consumer started on. With a
+    group.id, subscribe() joins the group through Brook's group coordinator;
+    ``coordinator_factory`` replaces it (see brook.client.consumer.coordinator).
     """
 
     def __init__(
@@ -81,6 +79,10 @@ class AsyncConsumer:
             ),
         )
         self._offsets = OffsetLookup(cfg, self._network, self._subscriptions, self._fetcher.wake)
+        if coordinator_factory is None and cfg["group.id"] is not None:
+            # Unknown assignors fail here, not at the first poll().
+            rebalance_protocol(resolve_assignors(cfg["partition.assignment.strategy"]))
+            coordinator_factory = ConsumerGroupCoordinator
         self._coordinator_factory = coordinator_factory
         self._coordinator: GroupCoordinator | None = None
         self._max_poll_records = int(cfg["max.poll.records"])
@@ -118,7 +120,9 @@ class AsyncConsumer:
             await self._network.start()
             if self.config["group.id"] is not None and self._coordinator_factory is not None:
                 self._coordinator = self._coordinator_factory(
-                    CoordinatorContext(self.config, self._network, self._subscriptions)
+                    CoordinatorContext(
+                        self.config, self._network, self._subscriptions, self._fetcher.wake
+                    )
                 )
             self._started = True
 
@@ -174,22 +178,30 @@ class AsyncConsumer:
         self, topics: Iterable[str] | str | re.Pattern[str], listener: Any = None
     ) -> None:
         """Join the consumer group for these topics, or for every topic matching a pattern
-        (a compiled regex, or a string starting with ``^``). Needs group.id and a group
-        coordinator; raises GroupMembershipUnavailableError without them."""
+        (a compiled regex, or a string starting with ``^``); needs group.id
+        (GroupMembershipUnavailableError without it). ``listener`` gets
+        on_partitions_revoked / on_partitions_assigned / on_partitions_lost calls (plain or
+        async methods) from inside poll()."""
         self._check_open()
         if self.config["group.id"] is None:
             raise GroupMembershipUnavailableError(_NO_GROUP_ID)
-        if self._coordinator_factory is None:
-            raise GroupMembershipUnavailableError(_NO_COORDINATOR)
+        pattern = False
         if isinstance(topics, re.Pattern) or (isinstance(topics, str) and topics.startswith("^")):
             self._subscriptions.subscribe_pattern(topics, listener)
+            pattern = True
         else:
             names = [topics] if isinstance(topics, str) else list(topics)
             self._subscriptions.subscribe(names, listener)
         self._track_topics()
         await self.start()
+        if pattern:
+            # Match against every topic before the first join, not an empty cache.
+            await self._network.refresh_metadata()
+            self._match_pattern()
 
     async def unsubscribe(self) -> None:
+        if self._coordinator is not None and self._subscriptions.has_auto_assignment:
+            await self._coordinator.on_unsubscribe()
         self._subscriptions.unsubscribe()
         self._fetcher.clear_buffer()
         self._track_topics()
@@ -283,9 +295,9 @@ class AsyncConsumer:
         deadline = loop.time() + max(0, timeout_ms) / 1000
         fetcher = self._fetcher
         while True:
+            self._match_pattern()
             if self._coordinator is not None:
                 await self._coordinator.poll(loop.time() * 1000)
-            self._match_pattern()
             await self._update_positions()
             records = fetcher.collect(limit)
             # Fetch what is not buffered now, so it arrives while these are processed.
@@ -386,10 +398,8 @@ class AsyncConsumer:
     # -- groups ----------------------------------------------------------------------------
 
     def _group(self) -> GroupCoordinator:
-        if self.config["group.id"] is None:
-            raise GroupMembershipUnavailableError(_NO_GROUP_ID)
         if self._coordinator is None:
-            raise GroupMembershipUnavailableError(_NO_COORDINATOR)
+            raise GroupMembershipUnavailableError(_NO_GROUP_ID)
         return self._coordinator
 
     async def commit(

@@ -1,7 +1,7 @@
 """Where consumer-group membership plugs into the consumer: the GroupCoordinator protocol and
-the context a coordinator is made from. The consumer ships without an implementation, so
-subscribe(), commits and committed offsets raise GroupMembershipUnavailableError until one
-is given (``AsyncConsumer(config, coordinator_factory=...)``).
+the context a coordinator is made from. With a group.id the consumer uses Brook's own
+(``group_coordinator.ConsumerGroupCoordinator``) unless another factory is given
+(``AsyncConsumer(config, coordinator_factory=...)``).
 
 The consumer calls, all on its event loop:
 
@@ -14,9 +14,13 @@ The consumer calls, all on its event loop:
   used for the starting position of partitions that have none, before auto.offset.reset.
 - ``await commit_sync(offsets, timeout_ms)`` / ``commit_async(offsets, callback)``: commit
   ``{tp: OffsetAndMetadata}``; the callback gets (offsets, exception or None).
+- ``await on_unsubscribe()``: unsubscribe() was called (the listener hears of the partitions
+  going away, then the member leaves the group).
 - ``await on_close(timeout_ms)``: the consumer is closing (final auto-commit, LeaveGroup).
 
-The coordinator reads consumed positions from ``subscriptions.states()`` for auto-commit.
+The coordinator reads consumed positions from ``subscriptions.states()`` for auto-commit, and
+calls ``context.wake()`` when something happened in the background that poll() should act
+on (a rebalance finished), so a waiting poll() comes round at once.
 """
 
 from __future__ import annotations
@@ -67,18 +71,21 @@ class GroupCoordinator(Protocol):
         callback: CommitCallback | None = None,
     ) -> None: ...
 
+    async def on_unsubscribe(self) -> None: ...
+
     async def on_close(self, timeout_ms: int) -> None: ...
 
 
 @dataclass(frozen=True)
 class CoordinatorContext:
     """What a coordinator is built from: the parsed consumer config (group.id, session and
-    heartbeat settings, assignors, auto-commit), the consumer's network client, and its
-    subscription state."""
+    heartbeat settings, assignors, auto-commit), the consumer's network client, its
+    subscription state, and a callback that wakes a waiting poll()."""
 
     config: Mapping[str, Any]
     network: NetworkClient
     subscriptions: SubscriptionState
+    wake: Callable[[], None] = lambda: None
 
 
 CoordinatorFactory = Callable[[CoordinatorContext], GroupCoordinator]

@@ -11,9 +11,11 @@ from brook.protocol.errors import Errors, KafkaError
 from ..cluster import TopicPartition
 
 __all__ = [
+    "CommitFailedError",
     "GroupMembershipUnavailableError",
     "NoOffsetForPartitionError",
     "OffsetOutOfRangeError",
+    "RebalanceInProgressError",
     "RecordDeserializationError",
 ]
 
@@ -84,4 +86,36 @@ class RecordDeserializationError(ValueError):
         super().__init__(
             f"error deserializing the record at offset {offset} of {tp.topic}-{tp.partition}: "
             f"{cause!r}; seek() past it to continue"
+        )
+
+
+class CommitFailedError(KafkaError):
+    """A commit the group no longer accepts from this member (Java's CommitFailedException):
+    the member was removed (session timeout, max.poll.interval.ms exceeded) or the group moved
+    to a new generation. The partitions may now belong to another member; poll() rejoins."""
+
+    def __init__(self, code: int, message: str | None = None) -> None:
+        super().__init__(
+            code,
+            message
+            or "Commit cannot be completed since the group has already rebalanced and assigned "
+            "the partitions to another member. This means that the time between subsequent "
+            "calls to poll() was longer than the configured max.poll.interval.ms, which "
+            "typically implies that the poll loop is spending too much time message "
+            "processing. You can address this either by increasing max.poll.interval.ms or "
+            "by reducing the maximum size of batches returned in poll() with "
+            "max.poll.records.",
+        )
+
+
+class RebalanceInProgressError(KafkaError):
+    """A commit during a rebalance (Java's RebalanceInProgressException): poll() to finish the
+    rebalance, then commit again; the partitions are still this member's until revoked."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            Errors.REBALANCE_IN_PROGRESS,
+            "Offset commit cannot be completed since the consumer is undergoing a rebalance "
+            "for auto partition assignment. You can try completing the rebalance by calling "
+            "poll() and then retry the operation.",
         )

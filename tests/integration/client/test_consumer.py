@@ -240,18 +240,24 @@ def test_async_consumer_reads_and_reads_a_range(
     asyncio.run(asyncio.wait_for(main(), 60))
 
 
-def test_subscribe_needs_group_membership(bootstrap: str) -> None:
+def test_subscribe_needs_a_group_id_and_joins_with_one(
+    bootstrap: str, admin: Admin, unique_topic: str
+) -> None:
     with (
         consumer_for(bootstrap) as consumer,
         pytest.raises(GroupMembershipUnavailableError, match=r"valid group\.id"),
     ):
         consumer.subscribe(["t"])
-    with consumer_for(bootstrap, **{"group.id": "g"}) as consumer:
-        with pytest.raises(GroupMembershipUnavailableError, match="not available"):
-            consumer.subscribe(["t"])
-        with pytest.raises(GroupMembershipUnavailableError, match="not available"):
-            consumer.commit()
-        assert consumer.subscription() == set()
+    topic = new_topic(admin, unique_topic)
+    produce(bootstrap, topic, [(None, b"x"), (None, b"y")])
+    # Tansu holds a new group's first join for a fraction of the session timeout.
+    group = {"group.id": f"{topic}-g", "auto.offset.reset": "earliest", "session.timeout.ms": 6000}
+    with consumer_for(bootstrap, **group) as consumer:
+        consumer.subscribe([topic])
+        assert [r.value for r in consume(consumer, 2, timeout=30)] == [b"x", b"y"]
+        assert consumer.assignment() == {(topic, 0)}
+        consumer.commit()
+        assert consumer.committed([(topic, 0)])[(topic, 0)].offset == 2
 
 
 def test_assign_works_with_a_group_id_and_auto_commit(

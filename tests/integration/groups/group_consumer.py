@@ -1,6 +1,7 @@
 """A group consumer of one client library in its own process, for the group suites: one JSON
 line per event on stdout, a clean close (leaving the group) on SIGTERM, and SIGKILL to crash it.
-Usage: group_consumer.py {kafka-python|confluent|aiokafka} BOOTSTRAP TOPIC GROUP SESSION_MS
+Usage: group_consumer.py {kafka-python|confluent|aiokafka|brook} BOOTSTRAP TOPIC GROUP SESSION_MS
+[JSON of extra Brook consumer properties]
 """
 
 from __future__ import annotations
@@ -125,8 +126,48 @@ async def run_aiokafka(bootstrap: str, topic: str, group: str, session_ms: int) 
         await consumer.stop()
 
 
+def run_brook(
+    bootstrap: str, topic: str, group: str, session_ms: int, extra: dict[str, Any]
+) -> None:
+    from brook import Consumer
+
+    class Listener:
+        def on_partitions_revoked(self, revoked: Any) -> None:
+            emit("revoked", tps=sorted([tp.topic, tp.partition] for tp in revoked))
+
+        def on_partitions_assigned(self, assigned: Any) -> None:
+            emit("assigned", tps=sorted([tp.topic, tp.partition] for tp in assigned))
+
+        def on_partitions_lost(self, lost: Any) -> None:
+            emit("lost", tps=sorted([tp.topic, tp.partition] for tp in lost))
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "client.id": "brook",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": session_ms,
+            "heartbeat.interval.ms": max(session_ms // 6, 100),
+            "metadata.max.age.ms": 1000,
+            **extra,
+        }
+    )
+    consumer.subscribe([topic], listener=Listener())
+    while not stop:
+        records = consumer.poll(timeout_ms=200)
+        for r in records:
+            emit("rec", p=r.partition, o=r.offset, v=r.value.decode())
+        if records:
+            consumer.commit()
+            emit("committed")
+    consumer.close()
+
+
 def main() -> None:
     lib, bootstrap, topic, group, session = sys.argv[1:6]
+    extra = json.loads(sys.argv[6]) if len(sys.argv) > 6 else {}
     signal.signal(signal.SIGTERM, on_term)
     emit("started")
     if lib == "kafka-python":
@@ -135,6 +176,8 @@ def main() -> None:
         run_confluent(bootstrap, topic, group, int(session))
     elif lib == "aiokafka":
         asyncio.run(run_aiokafka(bootstrap, topic, group, int(session)))
+    elif lib == "brook":
+        run_brook(bootstrap, topic, group, int(session), extra)
     else:
         raise SystemExit(f"unknown library {lib}")
     emit("closed")

@@ -389,3 +389,33 @@ def test_list_describe_delete_and_offset_delete(
         assert c.request(42, 2, {"groups_names": [group]}).results[0].error_code == 0
         assert describe(c, group).group_state == "Dead"
         assert committed(c, group) == {}
+
+
+def test_batched_leave_group(groups_brook: BrookProcess, group: str, topic: str) -> None:
+    """LeaveGroup v3+: several members at once, each with its own answer; a static member can
+    be removed by its group.instance.id alone (administrative removal)."""
+    with RawClient(groups_brook.bootstrap) as c:
+        ready(c, group)
+        static = join(c, group, version=5, instance="inst-a", topics=(topic,))
+        assert static.error_code == 0
+        assert sync(c, group, static.member_id, static.generation_id, instance="inst-a")
+        assert describe(c, group).group_state == "Stable"
+        resp = c.request(
+            13,
+            5,
+            {
+                "group_id": group,
+                "members": [
+                    {"member_id": "", "group_instance_id": "inst-a", "reason": "admin"},
+                    {"member_id": "ghost", "group_instance_id": None, "reason": None},
+                    {"member_id": "", "group_instance_id": "inst-unknown", "reason": None},
+                ],
+            },
+        )
+        assert resp.error_code == 0
+        assert [(m.member_id, m.group_instance_id, m.error_code) for m in resp.members] == [
+            ("", "inst-a", 0),
+            ("ghost", None, Errors.UNKNOWN_MEMBER_ID),
+            ("", "inst-unknown", Errors.UNKNOWN_MEMBER_ID),
+        ]
+        assert describe(c, group).group_state == "Empty"

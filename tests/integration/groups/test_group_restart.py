@@ -19,6 +19,7 @@ from kafka import KafkaConsumer, TopicPartition
 from rawclient import RawClient, create_topic, produce
 from support import BrookProcess
 
+from brook.client.consumer import OffsetAndMetadata
 from brook.protocol.records import build_simple_batch
 
 
@@ -102,5 +103,50 @@ def test_consumer_resumes_from_its_commit_after_kill(own_groups_brook: BrookProc
                 break
         assert seen and seen[0] == 10, seen
         assert second.committed(TopicPartition(topic, 0)) == 10
+    finally:
+        second.close()
+
+
+def test_brook_consumer_resumes_from_its_commit_after_kill(own_groups_brook: BrookProcess) -> None:
+    """A Brook group member commits and leaves, the broker is killed (-9) and restarted, and a
+    new member resumes from the commit."""
+    from brook import Consumer
+
+    broker = own_groups_brook
+    topic, group = f"bresume-{uuid.uuid4().hex[:6]}", "brook-resume-group"
+    with RawClient(broker.bootstrap) as c:
+        create_topic(c, topic, partitions=1)
+        produce(c, topic, 0, build_simple_batch([f"r{i}".encode() for i in range(20)]))
+    settings = {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+        "session.timeout.ms": 3000,
+        "heartbeat.interval.ms": 300,
+        "max.poll.records": 10,
+    }
+    first = Consumer(settings)
+    first.subscribe([topic])
+    got: list[int] = []
+    for _ in range(100):
+        got += [r.offset for r in first.poll(200)]
+        if len(got) >= 10:
+            break
+    assert got == list(range(10))
+    first.commit()
+    first.close()
+
+    broker.restart(clean=False)
+    second = Consumer(settings)
+    try:
+        second.subscribe([topic])
+        seen: list[int] = []
+        for _ in range(150):
+            seen += [r.offset for r in second.poll(200)]
+            if seen:
+                break
+        assert seen and seen[0] == 10, seen
+        assert second.committed([(topic, 0)])[(topic, 0)] == OffsetAndMetadata(10, "", 0)
     finally:
         second.close()

@@ -56,6 +56,9 @@ class RecordingCoordinator:
         if callback is not None:
             callback(offsets, None)
 
+    async def on_unsubscribe(self) -> None:
+        self.context.subscriptions.assign_from_subscribed([])
+
     async def on_close(self, timeout_ms: int) -> None:
         self.closed_with = timeout_ms
 
