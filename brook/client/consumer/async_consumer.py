@@ -17,8 +17,10 @@ from ..admin_types import ListedOffset, OffsetSpec
 from ..cluster import PartitionInfo, TopicPartition
 from ..config import parse_consumer_config, resolve_deserializer
 from ..connection import NetworkError
+from ..metrics import MetricName, Metrics
 from ..network import NetworkClient
 from .assignors import rebalance_protocol, resolve_assignors
+from .consumer_metrics import ConsumerMetrics
 from .coordinator import (
     CommitCallback,
     CoordinatorContext,
@@ -69,6 +71,10 @@ class AsyncConsumer:
             cfg, kind="consumer", allow_auto_topic_creation=bool(cfg["allow.auto.create.topics"])
         )
         self._subscriptions = SubscriptionState(cfg["auto.offset.reset"])
+        self._metrics = Metrics(
+            float(cfg["metrics.sample.window.ms"]), int(cfg["metrics.num.samples"])
+        )
+        consumer_metrics = ConsumerMetrics(self._metrics, self._network.client_id)
         self._fetcher = Fetcher(
             cfg,
             self._network,
@@ -77,7 +83,16 @@ class AsyncConsumer:
             value_deserializer=resolve_deserializer(
                 "value.deserializer", cfg["value.deserializer"]
             ),
+            metrics=consumer_metrics,
         )
+        stats = self._fetcher.stats
+        consumer_metrics.add_session_counters({
+            "full-fetch-total": lambda: float(stats.full_requests),
+            "incremental-fetch-total": lambda: float(stats.incremental_requests),
+            "sessionless-fetch-total": lambda: float(stats.sessionless_requests),
+            "session-error-total": lambda: float(stats.session_errors),
+            "leader-hint-applied-total": lambda: float(stats.leader_hints_applied),
+        })
         self._offsets = OffsetLookup(cfg, self._network, self._subscriptions, self._fetcher.wake)
         if coordinator_factory is None and cfg["group.id"] is not None:
             # Unknown assignors fail here, not at the first poll().
@@ -438,20 +453,10 @@ class AsyncConsumer:
 
     # -- metrics ---------------------------------------------------------------------------
 
-    async def metrics(self) -> dict[str, float]:
-        """Fetch counters under Kafka's consumer-fetch-manager names, plus Brook's own
-        fetch-session counters."""
-        s = self._fetcher.stats
-        return {
-            "fetch-total": float(s.responses),
-            "records-consumed-total": float(s.records),
-            "bytes-consumed-total": float(s.bytes),
-            "brook-fetch-session-full-total": float(s.full_requests),
-            "brook-fetch-session-incremental-total": float(s.incremental_requests),
-            "brook-fetch-sessionless-total": float(s.sessionless_requests),
-            "brook-fetch-session-errors-total": float(s.session_errors),
-            "brook-leader-hints-applied-total": float(s.leader_hints_applied),
-        }
+    async def metrics(self) -> dict[MetricName, float]:
+        """Current metric values keyed ``group:name:{client-id=..., ...}``: Kafka's
+        consumer-fetch-manager-metrics, plus Brook's fetch-session counters."""
+        return self._metrics.snapshot()
 
     # -- reading fixed ranges --------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import _sync
 from ..cluster import PartitionInfo, TopicPartition
+from ..metrics import MetricName
 from .async_consumer import TP, AsyncConsumer, OffsetAndTimestamp
 from .coordinator import CommitCallback, CoordinatorFactory, OffsetAndMetadata
 from .record import ConsumerRecord
@@ -139,7 +140,7 @@ class Consumer:
     ) -> dict[TopicPartition, OffsetAndMetadata | None]:
         return _sync.run(self._consumer.committed(list(partitions), timeout_ms))
 
-    def metrics(self) -> dict[str, float]:
+    def metrics(self) -> dict[MetricName, float]:
         return _sync.run(self._consumer.metrics())
 
     def read_range(

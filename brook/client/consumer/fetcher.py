@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from ..fetch_session import (
 )
 from ..list_offsets import ISOLATION_LEVELS
 from ..network import NetworkClient
+from .consumer_metrics import ConsumerMetrics
 from .errors import OffsetOutOfRangeError
 from .fetch_request import (
     FETCH_MAX_VERSION,
@@ -94,6 +96,7 @@ class _InFlight:
     request: FetchRequestData
     handler: FetchSessionHandler | None
     assignment_id: int
+    sent_at: float
 
 
 class Fetcher:
@@ -107,8 +110,10 @@ class Fetcher:
         *,
         key_deserializer: Callable[[Any], Any] | None = None,
         value_deserializer: Callable[[Any], Any] | None = None,
+        metrics: ConsumerMetrics | None = None,
     ) -> None:
         self._network = network
+        self._metrics = metrics
         self._subscriptions = subscriptions
         self._sessions_enabled = bool(config["brook.fetch.sessions.enable"])
         self._leader_discovery = bool(config["brook.leader.discovery.enable"])
@@ -261,7 +266,9 @@ class Fetcher:
             if handler is not None:
                 handler.handle_error()
             return False
-        flight = _InFlight(node, version, request, handler, self._subscriptions.assignment_id)
+        flight = _InFlight(
+            node, version, request, handler, self._subscriptions.assignment_id, time.monotonic()
+        )
         self._in_flight[node] = flight
         future.add_done_callback(lambda f: self._on_response(flight, f))
         return True
@@ -308,6 +315,12 @@ class Fetcher:
             self.wake()
             return
         self.stats.responses += 1
+        if self._metrics is not None:
+            self._metrics.record_response(
+                (time.monotonic() - flight.sent_at) * 1000,
+                sum(len(p.records or b"") for p in response.partitions),
+                response.throttle_time_ms,
+            )
         self._handle(flight, response)
         self.wake()
 
@@ -446,10 +459,19 @@ class Fetcher:
                     if not pr.consumed:
                         buffer.appendleft(pr)
                 out.extend(records)
+                if self._metrics is not None:
+                    self._record_consumed(pr, len(records), state.high_watermark)
         finally:
             buffer.extendleft(reversed(paused))
         self.stats.records += len(out)
         return out
+
+    def _record_consumed(self, pr: PartitionRecords, count: int, high_watermark: int) -> None:
+        assert self._metrics is not None
+        # Bytes count once per fetched chunk, when its last record is handed out.
+        self._metrics.record_consumed(pr.tp.topic, count, pr.size if pr.consumed else 0)
+        if high_watermark >= 0:
+            self._metrics.record_lag(max(0, high_watermark - pr.next_offset))
 
     def _raise_errors(self) -> None:
         if self._out_of_range:

@@ -94,6 +94,11 @@ class PartitionRecords:
         self._value_deserializer = value_deserializer
         self.consumed = not records
 
+    @property
+    def size(self) -> int:
+        """Bytes of the partition's fetched records."""
+        return len(self._data)
+
     def __repr__(self) -> str:
         return f"<PartitionRecords {self.tp.topic}-{self.tp.partition} next={self.next_offset}>"
 

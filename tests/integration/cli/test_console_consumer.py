@@ -108,3 +108,18 @@ def test_ctrl_c_prints_the_count(brook_session: BrookProcess, topic_with_records
     assert sorted(line.strip() for line in lines) == [b"a", b"null", b"v1", b"z"]
     assert proc.returncode == 0
     assert b"Processed a total of 4 messages" in err
+
+
+def test_group_membership_commits_offsets(
+    tool: Tool, brook_session: BrookProcess, topic_with_records: str
+) -> None:
+    b, t = brook_session.bootstrap, topic_with_records
+    group = f"{t}-console"
+    code, out, _ = tool("console-consumer", "--topic", t, "--group", group, "--from-beginning",
+                        "--max-messages", "4", bootstrap=b)
+    assert code == 0 and sorted(out.splitlines()) == ["a", "null", "v1", "z"]
+    # The group's offsets were committed: a second run of the same group has nothing to read.
+    code, out, err = tool("console-consumer", "--topic", t, "--group", group,
+                          "--from-beginning", "--timeout-ms", "4000", bootstrap=b)
+    assert (code, out) == (0, "")
+    assert err.endswith("Processed a total of 0 messages\n")
