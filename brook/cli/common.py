@@ -22,6 +22,7 @@ __all__ = [
     "client_properties",
     "include_list",
     "kafka_uuid",
+    "parse_args",
     "parse_key_values",
     "run",
 ]
@@ -42,6 +43,14 @@ class ToolParser(argparse.ArgumentParser):
     def fail(self, message: str) -> NoReturn:
         """A usage error found after parsing (missing action, conflicting options)."""
         self.error(message)
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse ``argv``; as Kafka's admin tools, no arguments at all prints the usage, exit 1."""
+    if not argv:
+        parser.print_help(sys.stderr)
+        raise SystemExit(1)
+    return parser.parse_args(argv)
 
 
 def add_connection_args(parser: argparse.ArgumentParser, config_help: str) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 
 from brook.client.admin import Admin
 from brook.client.admin_types import (
@@ -30,6 +29,7 @@ from .common import (
     add_connection_args,
     client_properties,
     load_properties_file,
+    parse_args,
     run,
 )
 
@@ -228,10 +228,7 @@ def alter(admin: Admin, kind: str, name: str, a: argparse.Namespace) -> None:
 
 def main(argv: list[str]) -> int:
     parser = build_parser()
-    if not argv:
-        parser.print_help(sys.stderr)
-        return 1
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
 
     def body() -> None:
         check_args(parser, args)

@@ -30,7 +30,7 @@ from brook.client.consumer.coordinator import OffsetAndMetadata
 from brook.config.defs import ConfigError
 from brook.protocol.errors import Errors, KafkaError
 
-from .common import CommandError, ToolParser, add_connection_args, client_properties
+from .common import CommandError, ToolParser, add_connection_args, client_properties, parse_args
 
 MISSING = "-"
 _GROUP_STATES = (
@@ -830,10 +830,7 @@ def validate_regex(regex: str) -> None:
 
 def main(argv: list[str]) -> int:
     parser = build_parser()
-    if not argv:
-        parser.print_help(sys.stderr)
-        return 1
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     check_args(parser, args)
     if args.validate_regex is not None:
         validate_regex(args.validate_regex)

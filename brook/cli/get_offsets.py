@@ -17,7 +17,14 @@ from brook.client.admin_types import AdminError, OffsetSpec
 from brook.config.defs import ConfigError
 from brook.protocol.errors import KafkaError
 
-from .common import CommandError, ToolParser, add_connection_args, client_properties, include_list
+from .common import (
+    CommandError,
+    ToolParser,
+    add_connection_args,
+    client_properties,
+    include_list,
+    parse_args,
+)
 
 _PATTERN = re.compile(r"([^:,]*)(?::(?:([0-9]*)|(?:([0-9]*)-([0-9]*))))?")
 _NAMED_TIMES = {
@@ -123,10 +130,7 @@ def fetch_offsets(admin: Admin, keep: Filter, spec: int, exclude_internal: bool
 
 def main(argv: list[str]) -> int:
     parser = build_parser()
-    if not argv:
-        parser.print_help(sys.stderr)
-        return 1
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
     try:
         if not args.bootstrap_server:
             parser.fail("Missing required argument \"[bootstrap-server]\"")

@@ -10,7 +10,6 @@ expression everywhere but --create.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +31,7 @@ from .common import (
     client_properties,
     include_list,
     kafka_uuid,
+    parse_args,
     run,
 )
 
@@ -291,10 +291,7 @@ def _report(report: str, part: Any, live: set[int], min_isr: int) -> bool:
 
 def main(argv: list[str]) -> int:
     parser = build_parser()
-    if not argv:
-        parser.print_help(sys.stderr)
-        return 1
-    args = parser.parse_args(argv)
+    args = parse_args(parser, argv)
 
     def body() -> None:
         check_args(parser, args)
