@@ -1,5 +1,6 @@
 /*
- * The consumer's record decoder in C: the same contract as the pure-Python
+ * The consumer's record decoder in C, and the column buffers the Spark source builds from the
+ * records it decodes. The decoder has the same contract as the pure-Python
  * brook.protocol.records._decode_records_into_py, which stays the reference and the
  * fallback when this module is not built. Every read is bounds-checked against the
  * record's own length; malformed input raises brook.protocol.batch.CorruptBatch.
@@ -11,6 +12,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 static PyObject *CorruptBatch = NULL;
 
@@ -251,9 +253,131 @@ fail:
     return NULL;
 }
 
+/* Append the bytes of a nullable bytes field of every record to one buffer, with Arrow's
+ * int32 offsets and (when any is null) a validity bitmap; NULL with an exception on error. */
+static PyObject *
+binary_column(PyObject *records, Py_ssize_t n, Py_ssize_t field)
+{
+    Py_ssize_t total = 0, nulls = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(PyList_GET_ITEM(records, i), field);
+        if (item == Py_None) {
+            nulls++;
+        } else if (PyBytes_Check(item)) {
+            total += PyBytes_GET_SIZE(item);
+        } else {
+            PyErr_SetString(PyExc_TypeError, "record keys and values must be bytes or None");
+            return NULL;
+        }
+    }
+    if (total > INT32_MAX) {
+        Py_RETURN_NONE; /* too large for Arrow's 32-bit offsets: the caller falls back */
+    }
+    PyObject *offsets = PyBytes_FromStringAndSize(NULL, (n + 1) * (Py_ssize_t)sizeof(int32_t));
+    PyObject *data = PyBytes_FromStringAndSize(NULL, total);
+    PyObject *validity = nulls ? PyBytes_FromStringAndSize(NULL, (n + 7) / 8) : Py_NewRef(Py_None);
+    if (offsets == NULL || data == NULL || validity == NULL) {
+        Py_XDECREF(offsets);
+        Py_XDECREF(data);
+        Py_XDECREF(validity);
+        return NULL;
+    }
+    int32_t *off = (int32_t *)PyBytes_AS_STRING(offsets);
+    char *out = PyBytes_AS_STRING(data);
+    unsigned char *bits = nulls ? (unsigned char *)PyBytes_AS_STRING(validity) : NULL;
+    if (bits != NULL) {
+        memset(bits, 0, (size_t)((n + 7) / 8));
+    }
+    int32_t at = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        off[i] = at;
+        PyObject *item = PyTuple_GET_ITEM(PyList_GET_ITEM(records, i), field);
+        if (item != Py_None) {
+            Py_ssize_t len = PyBytes_GET_SIZE(item);
+            memcpy(out + at, PyBytes_AS_STRING(item), (size_t)len);
+            at += (int32_t)len;
+            if (bits != NULL) {
+                bits[i >> 3] |= (unsigned char)(1u << (i & 7));
+            }
+        }
+    }
+    off[n] = at;
+    return Py_BuildValue("(NNN)", validity, offsets, data);
+}
+
+/* Fill an int64 or int32 column from an int field of every record, times ``scale``. */
+static PyObject *
+int_column(PyObject *records, Py_ssize_t n, Py_ssize_t field, int wide, long long scale)
+{
+    Py_ssize_t width = wide ? 8 : 4;
+    PyObject *column = PyBytes_FromStringAndSize(NULL, n * width);
+    if (column == NULL) {
+        return NULL;
+    }
+    char *out = PyBytes_AS_STRING(column);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        long long v = PyLong_AsLongLong(PyTuple_GET_ITEM(PyList_GET_ITEM(records, i), field));
+        if (v == -1 && PyErr_Occurred()) {
+            Py_DECREF(column);
+            return NULL;
+        }
+        if (wide) {
+            long long w;
+            if (__builtin_mul_overflow(v, scale, &w)) {
+                Py_DECREF(column);
+                PyErr_SetString(PyExc_OverflowError, "timestamp out of range");
+                return NULL;
+            }
+            int64_t w64 = (int64_t)w;
+            memcpy(out + i * 8, &w64, 8);
+        } else {
+            int32_t w = (int32_t)v;
+            memcpy(out + i * 4, &w, 4);
+        }
+    }
+    return column;
+}
+
+/* record_columns(records) -> (key, value, offsets, timestamps_us, timestamp_types) for a list
+ * of consumer record tuples: key and value as (validity bitmap or None, int32 offsets, data)
+ * or None when their bytes do not fit 32-bit offsets; the rest as little-endian int64 /
+ * int32 buffers. The buffers Arrow's binary, int64, timestamp and int32 arrays are made of. */
+static PyObject *
+record_columns(PyObject *module, PyObject *records)
+{
+    (void)module;
+    if (!PyList_Check(records)) {
+        PyErr_SetString(PyExc_TypeError, "record_columns needs a list of record tuples");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(records);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *r = PyList_GET_ITEM(records, i);
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 7) {
+            PyErr_SetString(PyExc_TypeError, "record_columns needs consumer record tuples");
+            return NULL;
+        }
+    }
+    PyObject *key = binary_column(records, n, 5);
+    PyObject *value = key ? binary_column(records, n, 6) : NULL;
+    PyObject *offsets = value ? int_column(records, n, 2, 1, 1) : NULL;
+    PyObject *timestamps = offsets ? int_column(records, n, 3, 1, 1000) : NULL;
+    PyObject *types = timestamps ? int_column(records, n, 4, 0, 1) : NULL;
+    if (types == NULL) {
+        Py_XDECREF(key);
+        Py_XDECREF(value);
+        Py_XDECREF(offsets);
+        Py_XDECREF(timestamps);
+        return NULL;
+    }
+    return Py_BuildValue("(NNNNN)", key, value, offsets, timestamps, types);
+}
+
 static PyMethodDef methods[] = {
     {"decode_into", (PyCFunction)(void (*)(void))decode_into, METH_FASTCALL,
      "Append the records of one batch's record data to a list (see records.py)."},
+    {"record_columns", (PyCFunction)record_columns, METH_O,
+     "Arrow-ready column buffers of a list of consumer record tuples."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -6,13 +6,19 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from brook.protocol import records as _records
+
 from .schema import HEADERS_TYPE, arrow_schema
+
+# The C module's column buffers are native-endian; Arrow's are little-endian.
+_columns = _records._crecords if sys.byteorder == "little" else None
 
 __all__ = ["records_to_arrow"]
 
@@ -28,6 +34,10 @@ def _constant_string(value: str, n: int) -> pa.Array:
     return pa.Array.from_buffers(
         pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(encoded * n)], null_count=0
     )
+
+
+def _buffer(data: bytes | None) -> pa.Buffer | None:
+    return None if data is None else pa.py_buffer(data)
 
 
 def _headers(column: Sequence[Any]) -> pa.Array:
@@ -66,6 +76,21 @@ def _to_arrow(
     n = len(records)
     if n == 0:
         return pa.RecordBatch.from_pylist([], schema=schema)
+    if _columns is not None and isinstance(records, list):
+        key, value, offsets, timestamps_us, types = _columns.record_columns(records)
+        if key is not None and value is not None:
+            arrays = [
+                pa.Array.from_buffers(pa.binary(), n, [_buffer(b) for b in key]),
+                pa.Array.from_buffers(pa.binary(), n, [_buffer(b) for b in value]),
+                _constant_string(topic, n),
+                pa.array(np.full(n, partition, dtype=np.int32)),
+                pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(offsets)]),
+                pa.Array.from_buffers(_TIMESTAMP, n, [None, pa.py_buffer(timestamps_us)]),
+                pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(types)]),
+            ]
+            if include_headers:
+                arrays.append(_headers([r[_HEADERS] for r in records]))
+            return pa.RecordBatch.from_arrays(arrays, schema=schema)
     columns = list(zip(*records, strict=True))
     timestamps = np.array(columns[_TIMESTAMP_MS], dtype=np.int64) * 1000
     arrays = [

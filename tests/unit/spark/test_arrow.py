@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import datetime
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from brook.spark import arrow
 from brook.spark.arrow import records_to_arrow
 from brook.spark.schema import arrow_schema
 
@@ -42,3 +47,25 @@ def test_headers_null_when_a_record_has_none() -> None:
 
 def test_empty() -> None:
     assert records_to_arrow([], "t", 0, True).num_rows == 0
+
+
+def test_the_c_column_path_builds_the_same_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    if arrow._columns is None:
+        pytest.skip("the C module is not built")
+    fields = st.tuples(st.none() | st.binary(max_size=40), st.none() | st.binary(max_size=40),
+                       st.integers(0, 1))
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(fields, max_size=50), st.booleans())
+    def check(rows: list, include_headers: bool) -> None:
+        records = [_record(i, k, v, ((("h", k),) if k else ()), t)
+                   for i, (k, v, t) in enumerate(rows)]
+        fast = records_to_arrow(records, "t", 3, include_headers)
+        with monkeypatch.context() as m:
+            m.setattr(arrow, "_columns", None)
+            slow = records_to_arrow(records, "t", 3, include_headers)
+        fast.validate(full=True)
+        assert fast.schema == slow.schema
+        assert fast.to_pylist() == slow.to_pylist()
+
+    check()
