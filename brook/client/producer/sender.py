@@ -221,10 +221,13 @@ class Sender:
                     return self._init_next_ms - now
         cluster = network.cluster
         check = acc.ready(cluster, now)
-        if check.unknown_leader_topics:
-            cluster.request_update()
         nodes = check.nodes
         delay = check.next_delay_ms
+        if check.unknown_leader_topics:
+            # As Java's Sender: ask for metadata on every pass while a leader is unknown, and
+            # look again soon, so a batch leaves as soon as its leader is known.
+            cluster.request_update()
+            delay = min(delay, self.retry_backoff_ms)
         for node in list(nodes):
             conn = network.connection_for(node)
             if conn is None or conn.in_flight >= self.max_in_flight or not conn.writable:

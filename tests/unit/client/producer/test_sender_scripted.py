@@ -201,3 +201,23 @@ def test_forced_close_fails_what_cannot_be_delivered() -> None:
                 await future
 
     run(main())
+
+
+def test_a_batch_whose_leader_is_unknown_leaves_once_metadata_names_one() -> None:
+    async def main() -> None:
+        async with ScriptedCluster() as cluster:
+            cluster.leaders[0] = (-1, 5)  # an election in progress: no leader yet
+            settings = config(cluster, **{"delivery.timeout.ms": 40000})
+            async with AsyncProducer(settings) as producer:
+                loop = asyncio.get_running_loop()
+                loop.call_later(0.3, cluster.leaders.__setitem__, 0, (1, 6))
+                start = time.monotonic()
+                meta = await producer.send_and_wait(TOPIC, b"v")
+                elapsed = time.monotonic() - start
+            # Metadata is asked for again while the leader is unknown (not only after
+            # metadata.max.age.ms), and the batch goes as soon as an answer names the leader.
+            assert meta.offset == 0
+            assert elapsed < 3
+            assert len(cluster.metadata_calls) >= 3
+
+    run(main())
