@@ -46,6 +46,7 @@ class PartitionRecords:
         "_aborted_producers",
         "_check_crcs",
         "_data",
+        "_error",
         "_key_deserializer",
         "_pending",
         "_pending_at",
@@ -87,6 +88,7 @@ class PartitionRecords:
         self._aborted = [(first, pid) for pid, first in aborted_transactions]
         heapq.heapify(self._aborted)
         self._aborted_producers: set[int] = set()
+        self._error: KafkaError | None = None
         self._pending: list[ConsumerRecord] = []
         self._pending_at = 0
         self._pending_next = fetch_offset
@@ -103,12 +105,28 @@ class PartitionRecords:
         return f"<PartitionRecords {self.tp.topic}-{self.tp.partition} next={self.next_offset}>"
 
     def take(self, max_records: int) -> list[ConsumerRecord]:
-        """Up to ``max_records`` records; sets ``consumed`` when none are left."""
+        """Up to ``max_records`` records; sets ``consumed`` when none are left.
+
+        A bad batch after good ones: the good records are handed out first and the error is
+        raised by the next call (as Java's CompletedFetch), the position staying at the bad
+        batch until the application seeks past it.
+        """
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
         out: list[ConsumerRecord] = []
         while len(out) < max_records and not self.consumed:
-            if self._pending_at >= len(self._pending) and not self._next_batch():
-                self.consumed = True
-                break
+            if self._pending_at >= len(self._pending):
+                try:
+                    more = self._next_batch()
+                except KafkaError as exc:
+                    if not out:
+                        raise
+                    self._error = exc
+                    break
+                if not more:
+                    self.consumed = True
+                    break
             pending = self._pending
             start = self._pending_at
             stop = min(len(pending), start + max_records - len(out))
@@ -164,11 +182,12 @@ class PartitionRecords:
                     )
                 return False
             header = self._header(pos, pos + size)
-            self._pos = pos + size
             self.epoch = header.partition_leader_epoch
             if header.next_offset <= self.next_offset:
+                self._pos = pos + size
                 continue
-            if self._skip(header):
+            if self._skip(header, pos):
+                self._pos = pos + size
                 self.next_offset = header.next_offset
                 continue
             records: list[ConsumerRecord] = []
@@ -176,11 +195,11 @@ class PartitionRecords:
             # none can be part of a cycle: decoding runs with it paused (about 1.4x faster).
             gc_was_enabled = gc.isenabled()
             gc.disable()
-            if header.attributes & CODEC_MASK:
-                payload, first, last = batch_payload(data, pos, header), 0, None
-            else:
-                payload, first, last = data, pos + HEADER_SIZE, pos + size
             try:
+                if header.attributes & CODEC_MASK:
+                    payload, first, last = batch_payload(data, pos, header), 0, None
+                else:
+                    payload, first, last = data, pos + HEADER_SIZE, pos + size
                 decode_records_into(
                     records,
                     ConsumerRecord,
@@ -200,10 +219,12 @@ class PartitionRecords:
                     end=last,
                 )
             except CorruptBatch as exc:
+                # The position stays at this batch: every later take raises for it again.
                 raise self._corrupt(header.base_offset, str(exc)) from None
             finally:
                 if gc_was_enabled:
                     gc.enable()
+            self._pos = pos + size
             self._pending = records
             self._pending_at = 0
             self._pending_next = header.next_offset
@@ -225,7 +246,7 @@ class PartitionRecords:
             raise self._corrupt(header.base_offset, "batch shorter than its header")
         return header
 
-    def _skip(self, header: BatchHeader) -> bool:
+    def _skip(self, header: BatchHeader, pos: int) -> bool:
         """Control batches always; batches of aborted transactions under read_committed."""
         control = bool(header.attributes & CONTROL_BIT)
         if not self._read_committed:
@@ -236,18 +257,18 @@ class PartitionRecords:
         if control:
             # The abort marker ends the producer's aborted transaction (a commit ends nothing
             # that was aborted).
-            if self._control_type(header) == 0:
+            if self._control_type(header, pos) == 0:
                 self._aborted_producers.discard(header.producer_id)
             return True
         return bool(
             header.attributes & TRANSACTIONAL_BIT and header.producer_id in self._aborted_producers
         )
 
-    def _control_type(self, header: BatchHeader) -> int:
+    def _control_type(self, header: BatchHeader, pos: int) -> int:
         # A control record's key is (version int16, type int16): 0 abort, 1 commit.
         records: list[ConsumerRecord] = []
         try:
-            payload = batch_payload(self._data, self._pos - header.size, header)
+            payload = batch_payload(self._data, pos, header)
             decode_records_into(
                 records, ConsumerRecord, payload, header.records_count,
                 base_offset=header.base_offset, base_timestamp=header.base_timestamp,

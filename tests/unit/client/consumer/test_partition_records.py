@@ -3,6 +3,7 @@ positions inside a batch, control batches, aborted transactions, CRCs, deseriali
 
 from __future__ import annotations
 
+import gc
 import struct
 
 import pytest
@@ -232,3 +233,27 @@ def test_the_fast_decoder_agrees_with_the_reference_decoder(
     assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in got] == [
         (r.offset, r.timestamp, r.key, r.value, r.headers) for r in expected
     ]
+
+
+def test_a_batch_that_does_not_decompress_is_corrupt_and_leaves_the_gc_on() -> None:
+    data = bytearray(batch([b"a" * 50, b"b" * 50], codec=Codec.GZIP))
+    data[70] ^= 0xFF
+    data[75] ^= 0xFF  # a damaged gzip stream under a valid CRC, as a producer could send it
+    struct.pack_into(">I", data, 17, crc32c(bytes(data[21:])))
+    assert gc.isenabled()
+    with pytest.raises(KafkaError) as info:
+        PartitionRecords(TP, 0, bytes(data)).take(10)
+    assert info.value.code == Errors.CORRUPT_MESSAGE
+    assert gc.isenabled()
+
+
+def test_records_before_a_bad_batch_are_handed_out_then_the_error_raised() -> None:
+    bad = bytearray(batch([b"x"], base_offset=3))
+    bad[-1] ^= 0xFF  # CRC mismatch
+    pr = PartitionRecords(TP, 0, batch([b"a", b"b", b"c"]) + bytes(bad))
+    assert [r.offset for r in pr.take(100)] == [0, 1, 2]
+    assert pr.next_offset == 3
+    for _ in range(2):  # raised again and again: the position stays at the bad batch
+        with pytest.raises(KafkaError, match="offset 3 of t-3 is corrupt"):
+            pr.take(100)
+        assert pr.next_offset == 3 and not pr.consumed
