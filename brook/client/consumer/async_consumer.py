@@ -312,8 +312,15 @@ class AsyncConsumer:
         while True:
             self._match_pattern()
             if self._coordinator is not None:
-                await self._coordinator.poll(loop.time() * 1000)
-            await self._update_positions()
+                left_ms = max(0.0, deadline - loop.time()) * 1000
+                await self._coordinator.poll(loop.time() * 1000, left_ms)
+            try:
+                await self._update_positions(int(max(0.0, deadline - loop.time()) * 1000))
+            except KafkaError as exc:
+                # As Java's poll: committed offsets not fetched within the poll's timeout
+                # leave the positions to the next poll(), which returns nothing meanwhile.
+                if not exc.retriable or loop.time() < deadline:
+                    raise
             records = fetcher.collect(limit)
             # Fetch what is not buffered now, so it arrives while these are processed.
             fetcher.send_fetches()

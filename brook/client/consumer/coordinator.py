@@ -5,11 +5,12 @@ the context a coordinator is made from. With a group.id the consumer uses Brook'
 
 The consumer calls, all on its event loop:
 
-- ``await poll(now_ms)`` before every fetch round of poll(): heartbeats, joins and rebalances
-  happen here; a new assignment is installed with
+- ``await poll(now_ms, timeout_ms)`` before every fetch round of poll(): heartbeats, joins and
+  rebalances happen here; a new assignment is installed with
   ``subscriptions.assign_from_subscribed(partitions)`` (the rebalance listener in
   ``subscriptions.listener`` is the coordinator's to call). Returning quickly matters: it
-  runs on every poll().
+  runs on every poll(), and must not take longer than ``timeout_ms`` (what is left of the
+  poll's timeout): work that does not fit is left for the next poll().
 - ``await committed(partitions, timeout_ms)``: committed offsets (None where there is none),
   used for the starting position of partitions that have none, before auto.offset.reset.
 - ``await commit_sync(offsets, timeout_ms)`` / ``commit_async(offsets, callback)``: commit
@@ -55,7 +56,7 @@ CommitCallback = Callable[[Mapping[TopicPartition, OffsetAndMetadata], BaseExcep
 
 
 class GroupCoordinator(Protocol):
-    async def poll(self, now_ms: float) -> None: ...
+    async def poll(self, now_ms: float, timeout_ms: float) -> None: ...
 
     async def committed(
         self, partitions: Iterable[TopicPartition], timeout_ms: int

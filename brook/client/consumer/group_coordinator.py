@@ -138,6 +138,8 @@ class ConsumerGroupCoordinator:
         self._joined: _Joined | None = None
         self._joined_topics: frozenset[str] = frozenset()
         self._snapshot: dict[str, int] | None = None  # the leader's view at its assignment
+        # Until when the commit before a rejoin keeps being retried (Java's joinPrepareTimer).
+        self._join_prepare_until: float | None = None
         self._errors: list[BaseException] = []
         self._closed = False
 
@@ -250,8 +252,9 @@ class ConsumerGroupCoordinator:
 
     # -- poll: rebalances happen here ------------------------------------------------------
 
-    async def poll(self, now_ms: float) -> None:
+    async def poll(self, now_ms: float, timeout_ms: float) -> None:
         m = self.membership
+        deadline = asyncio.get_running_loop().time() + timeout_ms / 1000
         m.polled(now_ms)
         self._raise_pending()
         if self._subs.has_auto_assignment:
@@ -270,8 +273,9 @@ class ConsumerGroupCoordinator:
                 and self._conn.ready
             ):
                 if m.needs_join_prepare:
+                    if not await self._join_prepare(deadline):
+                        return  # the commit before rejoining did not fit: the next poll
                     m.needs_join_prepare = False
-                    await self._join_prepare()
                 self._join = self._spawn(self._join_group())
         self._maybe_auto_commit(now_ms)
         self._raise_pending()
@@ -293,13 +297,28 @@ class ConsumerGroupCoordinator:
         cluster = self._network.cluster
         return {t: len(cluster.partitions_for(t)) for t in sorted(topics)}
 
-    async def _join_prepare(self) -> None:
+    async def _join_prepare(self, deadline: float) -> bool:
         """Java's onJoinPrepare: commit what was consumed, then give up partitions (all of
         them for an eager member, the unsubscribed ones for a cooperative one, and all of them
-        as lost after the member was dropped from the group)."""
+        as lost after the member was dropped from the group). False when the commit ran out
+        of the poll's time: nothing was given up, the next poll tries again."""
         m = self.membership
-        if self._auto_commit and m.generation_if_stable() is not None:
-            await self._commit_quietly(self._consumed(), "before rejoining the group")
+        offsets = self._consumed() if self._auto_commit else {}
+        if offsets and m.generation_if_stable() is not None:
+            loop = asyncio.get_running_loop()
+            if self._join_prepare_until is None:
+                self._join_prepare_until = loop.time() + m.rebalance_timeout_ms / 1000
+            give_up = self._join_prepare_until
+            try:
+                await self._commit_until(offsets, min(deadline, give_up))
+            except KafkaError as exc:
+                # As Java: a retriable failure is tried again at the next poll() until the
+                # rebalance timeout; after that, or on any other failure, the member rejoins.
+                if exc.retriable and loop.time() < give_up:
+                    return False
+                log.warning("group %s: committing offsets before rejoining the group failed "
+                            "(rejoining anyway): %s", self.group_id, exc)
+        self._join_prepare_until = None
         owned = set(self._subs.assignment)
         self._snapshot = None
         if m.generation == NO_GENERATION:
@@ -319,6 +338,7 @@ class ConsumerGroupCoordinator:
             if gone:
                 await self._invoke("on_partitions_revoked", gone)
                 self._subs.assign_from_subscribed(sorted(owned - gone))
+        return True
 
     async def _join_complete(self, joined: _Joined) -> None:
         """Java's onJoinComplete: install the assignment of the generation just joined."""

@@ -4,6 +4,8 @@ restarted mid-stream, and reading below the log start after retention deleted it
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -172,3 +174,32 @@ def test_reading_below_the_log_start_after_retention(tmp_path: Path, unique_topi
             c.assign([tp])
             c.seek(tp, 0)  # below the log start: reset to it
             assert consume(c, 1)[0].offset == start
+
+
+def test_poll_keeps_its_timeout_while_committed_offsets_cannot_be_fetched(
+    tmp_path: Path, unique_topic: str
+) -> None:
+    with BrookProcess(tmp_path / "data") as broker:
+        bootstrap = broker.bootstrap
+        create(bootstrap, unique_topic)
+        produce(bootstrap, unique_topic, [b"v"])
+        config = {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"{unique_topic}-g",
+            "auto.offset.reset": "earliest",
+            "default.api.timeout.ms": 20000,
+            "request.timeout.ms": 10000,
+        }
+        with Consumer(config) as c:
+            c.assign([(unique_topic, 0)])
+            assert broker.proc is not None
+            os.kill(broker.proc.pid, signal.SIGSTOP)  # the broker answers nothing
+            try:
+                start = time.monotonic()
+                # As Java: poll() returns empty-handed at its timeout, not after
+                # default.api.timeout.ms, when the starting offset cannot be looked up.
+                assert c.poll(500) == []
+                assert time.monotonic() - start < 5
+            finally:
+                os.kill(broker.proc.pid, signal.SIGCONT)
+            assert [r.value for r in consume(c, 1)] == [b"v"]

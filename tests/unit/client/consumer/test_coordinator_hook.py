@@ -27,7 +27,7 @@ class RecordingCoordinator:
         self.commits: list[dict[TopicPartition, OffsetAndMetadata]] = []
         self.closed_with: int | None = None
 
-    async def poll(self, now_ms: float) -> None:
+    async def poll(self, now_ms: float, timeout_ms: float) -> None:
         self.polls += 1
         subs = self.context.subscriptions
         cluster = self.context.network.cluster
