@@ -159,8 +159,12 @@ class ConsumerGroupCoordinator:
         return task
 
     def _raise_pending(self) -> None:
-        if self.membership.fatal is not None:
-            raise self.membership.fatal
+        m = self.membership
+        if m.fatal is not None:
+            raise m.fatal
+        if m.error is not None:
+            error, m.error = m.error, None
+            raise error
         if self._errors:
             error = self._errors.pop(0)
             raise error

@@ -30,7 +30,8 @@ class Reaction(enum.Enum):
     REJOIN = "rejoin"  # send JoinGroup again at once
     RETRY = "retry"  # the same step again after retry.backoff.ms
     COORDINATOR_LOST = "coordinator-lost"  # find the coordinator again, then retry
-    FATAL = "fatal"  # raise ``Membership.fatal`` to the application
+    FATAL = "fatal"  # raise ``Membership.fatal`` to the application, on every call
+    ERROR = "error"  # raise ``Membership.error`` once; the next poll() joins again
     IGNORE = "ignore"  # a stale answer; nothing to do
 
 
@@ -78,6 +79,7 @@ class Membership:
         self.rejoin_reason = "initialized"
         self.needs_join_prepare = True
         self.fatal: KafkaError | None = None
+        self.error: KafkaError | None = None
         self._last_poll = now_ms
         self._session_start = now_ms  # the last heartbeat answer (or the join)
         self._next_heartbeat = now_ms
@@ -123,13 +125,30 @@ class Membership:
         self.needs_join_prepare = True
         self.request_rejoin(reason)
 
+    def _reset_on(self, error: int, api: str) -> None:
+        # As Java: ILLEGAL_GENERATION keeps the member id (it may still be valid, and a new
+        # id would leave the old one in the group until the rebalance timeout);
+        # UNKNOWN_MEMBER_ID drops it.
+        self.reset_generation(
+            f"{api} answered {KafkaError(error).name}",
+            reset_member_id=error != Errors.ILLEGAL_GENERATION,
+        )
+
     def join_started(self) -> None:
         self.state = MemberState.PREPARING_REBALANCE
         self.rejoin_needed = False
 
     def _fail(self, code: int, message: str) -> Reaction:
+        """An error the member cannot get past (a fenced static member): every call raises."""
         self.fatal = KafkaError(code, f"group {self.group_id}: {message}")
         return Reaction.FATAL
+
+    def _raise_once(self, code: int, message: str) -> Reaction:
+        """An unexpected answer: raised from the next poll(), and the poll after joins again
+        (as Java's consumer throws it once from poll)."""
+        self.error = KafkaError(code, f"group {self.group_id}: {message}")
+        self.request_rejoin(message)
+        return Reaction.ERROR
 
     def on_join_response(
         self,
@@ -159,7 +178,7 @@ class Membership:
         if error == Errors.COORDINATOR_LOAD_IN_PROGRESS:
             return Reaction.RETRY
         if error in (Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION):
-            self.reset_generation(f"JoinGroup answered {KafkaError(error).name}")
+            self._reset_on(error, "JoinGroup")
             return Reaction.REJOIN
         if error == Errors.REBALANCE_IN_PROGRESS:
             self.request_rejoin("the coordinator is rebalancing the group")
@@ -172,20 +191,20 @@ class Membership:
                 f"group.instance.id {self.group_instance_id} is used by another member",
             )
         if error == Errors.INVALID_SESSION_TIMEOUT:
-            return self._fail(
+            return self._raise_once(
                 error,
                 f"session.timeout.ms {self.session_timeout_ms} is outside the broker's "
                 "group.min.session.timeout.ms / group.max.session.timeout.ms",
             )
         if error == Errors.INCONSISTENT_GROUP_PROTOCOL:
-            return self._fail(
+            return self._raise_once(
                 error,
                 "no partition.assignment.strategy in common with the other members "
                 "(or a group of another protocol type uses this group.id)",
             )
         if error == Errors.GROUP_MAX_SIZE_REACHED:
-            return self._fail(error, "the group has reached group.max.size")
-        return self._fail(error, "JoinGroup failed")
+            return self._raise_once(error, "the group has reached group.max.size")
+        return self._raise_once(error, "JoinGroup failed")
 
     def on_sync_response(
         self,
@@ -201,7 +220,7 @@ class Membership:
             if (protocol_type not in (None, "", "consumer")) or (
                 protocol_name and protocol_name != generation.protocol_name
             ):
-                return self._fail(
+                return self._raise_once(
                     Errors.INCONSISTENT_GROUP_PROTOCOL,
                     f"SyncGroup answered protocol {protocol_type}/{protocol_name}, joined with "
                     f"consumer/{generation.protocol_name}",
@@ -213,7 +232,7 @@ class Membership:
             self.request_rejoin("the coordinator is rebalancing the group")
             return Reaction.REJOIN
         if error in (Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION):
-            self.reset_generation(f"SyncGroup answered {KafkaError(error).name}")
+            self._reset_on(error, "SyncGroup")
             return Reaction.REJOIN
         if error in _COORDINATOR_ERRORS:
             self.request_rejoin("the coordinator moved during SyncGroup")
@@ -222,7 +241,7 @@ class Membership:
             return self._fail(
                 error, f"group.instance.id {self.group_instance_id} is used by another member"
             )
-        return self._fail(error, "SyncGroup failed")
+        return self._raise_once(error, "SyncGroup failed")
 
     # -- heartbeats and timers -------------------------------------------------------------
 
@@ -286,9 +305,13 @@ class Membership:
                     error,
                     f"group.instance.id {self.group_instance_id} is used by another member",
                 )
-            self.reset_generation(f"Heartbeat answered {KafkaError(error).name}")
+            self._reset_on(error, "Heartbeat")
             return Reaction.REJOIN
-        return self._fail(error, "Heartbeat failed")
+        # Anything else: as Java's heartbeat thread, try again after the backoff.
+        log.warning("group %s: Heartbeat answered %s; trying again", self.group_id,
+                    KafkaError(error).name)
+        self.heartbeat_failed(now_ms)
+        return Reaction.RETRY
 
     # -- offset commits --------------------------------------------------------------------
 
@@ -300,7 +323,7 @@ class Membership:
             return Reaction.RETRY
         if error in (Errors.UNKNOWN_MEMBER_ID, Errors.ILLEGAL_GENERATION):
             if sent == self.generation and sent != NO_GENERATION:
-                self.reset_generation(f"OffsetCommit answered {KafkaError(error).name}")
+                self._reset_on(error, "OffsetCommit")
             return Reaction.REJOIN
         if error == Errors.REBALANCE_IN_PROGRESS:
             if self.state is MemberState.STABLE:

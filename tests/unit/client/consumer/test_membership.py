@@ -61,7 +61,9 @@ def test_join_fencing_errors_reset_the_member(error: int) -> None:
     m.join_started()
     assert join(m, error) is Reaction.REJOIN
     assert m.state is MemberState.UNJOINED and m.generation == NO_GENERATION
-    assert m.member_id == "" and m.needs_join_prepare
+    assert m.needs_join_prepare
+    # As Java: ILLEGAL_GENERATION keeps the member id (still valid), UNKNOWN_MEMBER_ID not.
+    assert m.member_id == ("m-1" if error == Errors.ILLEGAL_GENERATION else "")
 
 
 @pytest.mark.parametrize(
@@ -72,10 +74,11 @@ def test_join_fencing_errors_reset_the_member(error: int) -> None:
         (Errors.NOT_COORDINATOR, Reaction.COORDINATOR_LOST),
         (Errors.REBALANCE_IN_PROGRESS, Reaction.REJOIN),
         (Errors.FENCED_INSTANCE_ID, Reaction.FATAL),
-        (Errors.INVALID_SESSION_TIMEOUT, Reaction.FATAL),
-        (Errors.INCONSISTENT_GROUP_PROTOCOL, Reaction.FATAL),
-        (Errors.GROUP_MAX_SIZE_REACHED, Reaction.FATAL),
-        (Errors.GROUP_AUTHORIZATION_FAILED, Reaction.FATAL),
+        (Errors.INVALID_SESSION_TIMEOUT, Reaction.ERROR),
+        (Errors.INCONSISTENT_GROUP_PROTOCOL, Reaction.ERROR),
+        (Errors.GROUP_MAX_SIZE_REACHED, Reaction.ERROR),
+        (Errors.GROUP_AUTHORIZATION_FAILED, Reaction.ERROR),
+        (Errors.UNKNOWN_SERVER_ERROR, Reaction.ERROR),
     ],
 )
 def test_join_errors(error: int, reaction: Reaction) -> None:
@@ -83,9 +86,14 @@ def test_join_errors(error: int, reaction: Reaction) -> None:
     m.join_started()
     assert join(m, error) is reaction
     if reaction is Reaction.FATAL:
+        # Only a fenced static member cannot go on: every later call raises.
         assert m.fatal is not None and m.fatal.code == error
+    elif reaction is Reaction.ERROR:
+        # Raised once from poll(), as Java throws it; the next poll() joins again.
+        assert m.fatal is None and m.error is not None and m.error.code == error
+        assert m.rejoin_needed
     else:
-        assert m.fatal is None
+        assert m.fatal is None and m.error is None
 
 
 def test_sync_errors() -> None:
@@ -111,15 +119,15 @@ def test_sync_errors() -> None:
     assert r is Reaction.REJOIN and m.generation == NO_GENERATION
 
 
-def test_sync_with_another_protocol_is_fatal() -> None:
+def test_sync_with_another_protocol_is_an_error_raised_once() -> None:
     m = fresh()
     m.join_started()
     join(m)
     r = m.on_sync_response(
         Errors.NONE, generation=m.generation, protocol_type="consumer", protocol_name="roundrobin"
     )
-    assert r is Reaction.FATAL and m.fatal is not None
-    assert m.fatal.code == Errors.INCONSISTENT_GROUP_PROTOCOL
+    assert r is Reaction.ERROR and m.fatal is None and m.rejoin_needed
+    assert m.error is not None and m.error.code == Errors.INCONSISTENT_GROUP_PROTOCOL
 
 
 def test_heartbeat_reactions_and_generation_fencing() -> None:
@@ -133,6 +141,10 @@ def test_heartbeat_reactions_and_generation_fencing() -> None:
     assert m.on_heartbeat_response(Errors.REBALANCE_IN_PROGRESS, current, 30) is Reaction.REJOIN
     assert m.rejoin_needed and m.state is MemberState.STABLE
     assert m.on_heartbeat_response(Errors.NOT_COORDINATOR, current, 40) is Reaction.COORDINATOR_LOST
+    # An unexpected answer is not the end of the member: the heartbeat is tried again.
+    assert m.on_heartbeat_response(Errors.UNKNOWN_SERVER_ERROR, current, 45) is Reaction.RETRY
+    assert m.fatal is None and m.error is None and m.generation == current
+    assert m.next_heartbeat() == 45 + m.retry_backoff_ms
     assert m.on_heartbeat_response(Errors.UNKNOWN_MEMBER_ID, current, 50) is Reaction.REJOIN
     assert m.generation == NO_GENERATION and m.state is MemberState.UNJOINED
 
