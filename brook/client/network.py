@@ -83,6 +83,7 @@ class NetworkClient:
         self._connecting: dict[int, asyncio.Task[BrokerConnection]] = {}
         self._nodes: dict[int, _NodeState] = {}
         self._refresh_task: asyncio.Task[None] | None = None
+        self._starting: asyncio.Task[None] | None = None
         self._background: asyncio.Task[None] | None = None
         self._wake_event: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -96,7 +97,15 @@ class NetworkClient:
     # -- lifecycle -------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Bootstrap (first metadata) and start the background refresher."""
+        """Bootstrap (first metadata) and start the background refresher, once: concurrent
+        callers share one start; after a failed start the next call tries again."""
+        task = self._starting
+        if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
+            task = self._starting = asyncio.get_running_loop().create_task(self._start())
+            task.add_done_callback(_consume_exception)
+        await asyncio.shield(task)
+
+    async def _start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._wake_event = asyncio.Event()
         await self.bootstrap()

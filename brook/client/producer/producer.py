@@ -145,9 +145,10 @@ class _ProducerCore:
     async def start(self) -> None:
         if self.started:
             return
-        await self.network.start()
-        self.sender.start()
-        self.started = True
+        await self.network.start()  # concurrent first sends share one start
+        if not self.started:
+            self.sender.start()
+            self.started = True
 
     # -- send path -------------------------------------------------------------------------
 

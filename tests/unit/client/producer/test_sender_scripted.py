@@ -221,3 +221,18 @@ def test_a_batch_whose_leader_is_unknown_leaves_once_metadata_names_one() -> Non
             assert len(cluster.metadata_calls) >= 3
 
     run(main())
+
+
+def test_concurrent_first_sends_start_one_producer_and_close_leaves_no_task() -> None:
+    async def main() -> None:
+        async with ScriptedCluster() as cluster:
+            before = asyncio.all_tasks()
+            producer = AsyncProducer(config(cluster))
+            futures = await asyncio.gather(*(producer.send(TOPIC, b"v%d" % i) for i in range(5)))
+            assert [(await f).offset for f in futures] == [0, 1, 2, 3, 4]
+            await producer.close()
+            await asyncio.sleep(0.1)
+            left = [t for t in asyncio.all_tasks() - before if not t.done()]
+            assert left == []
+
+    run(main())
