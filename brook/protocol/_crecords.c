@@ -16,9 +16,12 @@
 
 static PyObject *CorruptBatch = NULL;
 
-/* A zigzag varint of at most 10 bytes from [*pos, end); -1 and an exception on failure. */
+/* A zigzag varint from [*pos, end): a varlong (``limit`` 63, up to 10 bytes) or, as Kafka
+ * reads every field but the timestamp delta, a 32-bit varint (``limit`` 28, up to 5 bytes);
+ * -1 and an exception on failure. */
 static int
-read_varint(const unsigned char *data, Py_ssize_t *pos, Py_ssize_t end, int64_t *out)
+read_varint_upto(const unsigned char *data, Py_ssize_t *pos, Py_ssize_t end, int64_t *out,
+                 int limit)
 {
     uint64_t raw = 0;
     int shift = 0;
@@ -34,7 +37,7 @@ read_varint(const unsigned char *data, Py_ssize_t *pos, Py_ssize_t end, int64_t 
             break;
         }
         shift += 7;
-        if (shift > 63) {
+        if (shift > limit) {
             PyErr_SetString(CorruptBatch, "varint too long");
             return -1;
         }
@@ -42,6 +45,12 @@ read_varint(const unsigned char *data, Py_ssize_t *pos, Py_ssize_t end, int64_t 
     *pos = p;
     *out = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
     return 0;
+}
+
+static int
+read_varint(const unsigned char *data, Py_ssize_t *pos, Py_ssize_t end, int64_t *out)
+{
+    return read_varint_upto(data, pos, end, out, 28);
 }
 
 /* A nullable byte string of the varint length at *pos; Py_None for length -1. */
@@ -176,11 +185,15 @@ decode_into(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
         Py_ssize_t record_end = pos + (Py_ssize_t)length;
         pos += 1; /* attributes: unused in v2 */
-        if (read_varint(data, &pos, record_end, &ts_delta) < 0 ||
+        if (read_varint_upto(data, &pos, record_end, &ts_delta, 63) < 0 ||
             read_varint(data, &pos, record_end, &offset_delta) < 0) {
             goto fail_record;
         }
-        long long offset = base_offset + offset_delta;
+        long long offset, timestamp;
+        if (__builtin_add_overflow(base_offset, (long long)offset_delta, &offset)) {
+            PyErr_SetString(CorruptBatch, "offset out of range");
+            goto fail_record;
+        }
         if (offset < min_offset) {
             pos = record_end;
             continue;
@@ -200,17 +213,19 @@ decode_into(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             Py_DECREF(value);
             goto fail_record;
         }
-        if (pos != record_end) {
+        if (pos != record_end ||
+            __builtin_add_overflow(base_timestamp, (long long)ts_delta, &timestamp)) {
             Py_DECREF(key);
             Py_DECREF(value);
             Py_DECREF(headers);
-            PyErr_SetString(CorruptBatch, "record length does not match its fields");
+            PyErr_SetString(CorruptBatch, pos != record_end
+                                              ? "record length does not match its fields"
+                                              : "timestamp out of range");
             goto fail_record;
         }
         PyObject *record = record_type->tp_alloc(record_type, 11);
         PyObject *offset_obj = PyLong_FromLongLong(offset);
-        PyObject *ts_obj = has_append_time ? Py_NewRef(log_time)
-                                           : PyLong_FromLongLong(base_timestamp + ts_delta);
+        PyObject *ts_obj = has_append_time ? Py_NewRef(log_time) : PyLong_FromLongLong(timestamp);
         PyObject *key_size_obj = PyLong_FromLongLong(key_size);
         PyObject *value_size_obj = PyLong_FromLongLong(value_size);
         if (record == NULL || offset_obj == NULL || ts_obj == NULL || key_size_obj == NULL ||

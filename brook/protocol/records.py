@@ -232,7 +232,9 @@ def batch_records(
 _new_tuple = tuple.__new__
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
+def _varint(data: bytes, pos: int, limit: int = 63) -> tuple[int, int]:
+    """A zigzag varint: a varlong (up to 10 bytes) by default; ``limit=28`` reads a 32-bit
+    varint (up to 5 bytes), as Kafka reads every field but the timestamp delta."""
     result = 0
     shift = 0
     while True:
@@ -242,22 +244,25 @@ def _varint(data: bytes, pos: int) -> tuple[int, int]:
         if not b & 0x80:
             return (result >> 1) ^ -(result & 1), pos
         shift += 7
-        if shift > 63:
+        if shift > limit:
             raise CorruptBatch("varint too long")
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def _headers(data: bytes, pos: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
-    count, pos = _varint(data, pos)
+    count, pos = _varint(data, pos, 28)
     if count < 0:
         raise CorruptBatch("negative header count")
     out = []
     for _ in range(count):
-        klen, pos = _varint(data, pos)
+        klen, pos = _varint(data, pos, 28)
         if klen < 0:
             raise CorruptBatch("null header key")
         hkey = data[pos : pos + klen].decode("utf-8", "replace")
         pos += klen
-        vlen, pos = _varint(data, pos)
+        vlen, pos = _varint(data, pos, 28)
         if vlen < -1:
             raise CorruptBatch("record length does not match its fields")
         if vlen == -1:
@@ -303,7 +308,7 @@ def _decode_records_into_py(
                     length = (raw >> 1) ^ -(raw & 1)
                     pos += 2
                 else:
-                    length, pos = _varint(data, pos)
+                    length, pos = _varint(data, pos, 28)
             record_end = pos + length
             if length < 6 or record_end > end:
                 raise CorruptBatch("record runs past its batch")
@@ -331,8 +336,10 @@ def _decode_records_into_py(
                     offset = base_offset + ((raw >> 1) ^ -(raw & 1))
                     pos += 2
                 else:
-                    delta, pos = _varint(data, pos)
+                    delta, pos = _varint(data, pos, 28)
                     offset = base_offset + delta
+            if not _INT64_MIN <= offset <= _INT64_MAX:
+                raise CorruptBatch("offset out of range")
             if offset < min_offset:
                 pos = record_end
                 continue
@@ -346,7 +353,7 @@ def _decode_records_into_py(
                     key_size = (b >> 1) ^ -(b & 1)
                     pos += 1
                 else:
-                    key_size, pos = _varint(data, pos)
+                    key_size, pos = _varint(data, pos, 28)
                 if key_size < 0:
                     raise CorruptBatch("record length does not match its fields")
                 key = data[pos : pos + key_size]
@@ -367,7 +374,7 @@ def _decode_records_into_py(
                         value_size = (raw >> 1) ^ -(raw & 1)
                         pos += 2
                     else:
-                        value_size, pos = _varint(data, pos)
+                        value_size, pos = _varint(data, pos, 28)
                 if value_size < 0:
                     raise CorruptBatch("record length does not match its fields")
                 value = data[pos : pos + value_size]
@@ -379,6 +386,9 @@ def _decode_records_into_py(
                 headers, pos = _headers(data, pos)
             if pos != record_end:
                 raise CorruptBatch("record length does not match its fields")
+            timestamp = base_timestamp + ts_delta
+            if not _INT64_MIN <= timestamp <= _INT64_MAX:
+                raise CorruptBatch("timestamp out of range")
             append(
                 _new_tuple(
                     record_type,
@@ -386,7 +396,7 @@ def _decode_records_into_py(
                         topic,
                         partition,
                         offset,
-                        base_timestamp + ts_delta if log_append_time is None else log_append_time,
+                        timestamp if log_append_time is None else log_append_time,
                         timestamp_type,
                         key,
                         value,

@@ -97,3 +97,21 @@ def test_bad_arguments_are_type_errors_not_crashes() -> None:
         crecords.decode_into((), ConsumerRecord, b"", 0, 0, 0, "t", 0, 0, -1, 0, None, 0, None)
     with pytest.raises(ValueError):
         crecords.decode_into([], ConsumerRecord, b"abc", 1, 0, 0, "t", 0, 0, -1, 0, None, 2, 9)
+
+
+@needs_c
+@pytest.mark.parametrize(
+    ("offset_delta", "ts_delta", "base_offset", "base_timestamp"),
+    [
+        (2**31 - 1, 0, 2**63 - 2**30, 0),  # the offset leaves int64
+        (-(2**31), 0, -(2**63) + 1, 0),
+        (0, 2**62, 0, 2**62),  # the timestamp leaves int64
+        (2**40, 0, 0, 0),  # an offset delta in six bytes: too long for a 32-bit varint
+    ],
+)
+def test_out_of_range_fields_are_corrupt_in_both(
+    offset_delta: int, ts_delta: int, base_offset: int, base_timestamp: int
+) -> None:
+    data = encode_record(offset_delta, ts_delta, None, b"v")
+    kw = dict(base_offset=base_offset, base_timestamp=base_timestamp, min_offset=-(2**63))
+    assert decode(crecords, data, 1, **kw) == decode(None, data, 1, **kw) == ([], "CorruptBatch")
