@@ -27,6 +27,7 @@ from .coordinator import (
     CoordinatorFactory,
     GroupCoordinator,
     OffsetAndMetadata,
+    consumed_offsets,
 )
 from .errors import (
     GroupMembershipUnavailableError,
@@ -435,11 +436,7 @@ class AsyncConsumer:
         await self.start()
         coordinator = self._group()
         if offsets is None:
-            to_commit = {
-                tp: OffsetAndMetadata(s.position, "", s.position_epoch)
-                for tp, s in self._subscriptions.states().items()
-                if s.position is not None
-            }
+            to_commit = consumed_offsets(self._subscriptions)
         else:
             to_commit = {
                 TopicPartition(*tp): v if isinstance(v, OffsetAndMetadata) else OffsetAndMetadata(v)

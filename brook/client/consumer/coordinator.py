@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from ..cluster import TopicPartition
 from ..network import NetworkClient
-from .subscription import SubscriptionState
+from .subscription import FetchState, SubscriptionState
 
 __all__ = [
     "CommitCallback",
@@ -40,6 +40,7 @@ __all__ = [
     "CoordinatorFactory",
     "GroupCoordinator",
     "OffsetAndMetadata",
+    "consumed_offsets",
 ]
 
 
@@ -50,6 +51,16 @@ class OffsetAndMetadata:
     offset: int
     metadata: str = ""
     leader_epoch: int = -1
+
+
+def consumed_offsets(subscriptions: SubscriptionState) -> dict[TopicPartition, OffsetAndMetadata]:
+    """The positions to commit (Java's allConsumed): partitions with a valid position, not
+    those waiting for an offset reset or a committed-offset lookup."""
+    return {
+        tp: OffsetAndMetadata(s.position, "", s.position_epoch)
+        for tp, s in subscriptions.states().items()
+        if s.position is not None and s.fetch_state is FetchState.FETCHING
+    }
 
 
 CommitCallback = Callable[[Mapping[TopicPartition, OffsetAndMetadata], BaseException | None], Any]

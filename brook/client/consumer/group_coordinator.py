@@ -51,10 +51,9 @@ from .consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from .coordinator import CommitCallback, CoordinatorContext, OffsetAndMetadata
+from .coordinator import CommitCallback, CoordinatorContext, OffsetAndMetadata, consumed_offsets
 from .errors import CommitFailedError, RebalanceInProgressError
 from .membership import NO_GENERATION, Generation, Membership, MemberState, Reaction
-from .subscription import FetchState
 
 __all__ = ["ConsumerGroupCoordinator"]
 
@@ -713,11 +712,7 @@ class ConsumerGroupCoordinator:
     # -- commits ---------------------------------------------------------------------------
 
     def _consumed(self) -> dict[TopicPartition, OffsetAndMetadata]:
-        return {
-            tp: OffsetAndMetadata(s.position, "", s.position_epoch)
-            for tp, s in self._subs.states().items()
-            if s.position is not None and s.fetch_state is FetchState.FETCHING
-        }
+        return consumed_offsets(self._subs)
 
     def _maybe_auto_commit(self, now_ms: float) -> None:
         if not self._auto_commit or now_ms < self._next_auto_commit:

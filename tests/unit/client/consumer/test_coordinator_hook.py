@@ -12,7 +12,8 @@ from test_fetcher_scripted import T0, T1, FakeCluster, poll_until, run, two_brok
 
 from brook.client.cluster import TopicPartition
 from brook.client.consumer import AsyncConsumer, CoordinatorContext, OffsetAndMetadata
-from brook.client.consumer.coordinator import CommitCallback
+from brook.client.consumer.coordinator import CommitCallback, consumed_offsets
+from brook.client.consumer.subscription import SubscriptionState
 
 
 class RecordingCoordinator:
@@ -119,3 +120,13 @@ def test_a_pattern_subscription_matches_topics_from_metadata() -> None:
         await b2.__aexit__(None, None, None)
 
     run(main())
+
+
+def test_consumed_offsets_leave_out_partitions_waiting_for_a_position() -> None:
+    subs = SubscriptionState()
+    a0, a1, a2 = (TopicPartition("a", p) for p in range(3))
+    subs.assign_from_user([a0, a1, a2])
+    subs.seek(a0, 5)
+    subs.seek(a1, 9)
+    subs.request_reset(a1)  # seek_to_beginning: the old position is not the one to commit
+    assert consumed_offsets(subs) == {a0: OffsetAndMetadata(5)}
