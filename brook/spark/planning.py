@@ -148,10 +148,17 @@ def split_ranges(
     min_partitions: int | None,
     max_records_per_partition: int | None = None,
 ) -> list[OffsetRange]:
-    """Drop empty ranges; split large ones so there are about ``min_partitions`` tasks
-    (in proportion to size, small ranges left whole), and none above
-    ``max_records_per_partition`` records."""
+    """Drop empty ranges; as Spark's KafkaOffsetRangeCalculator, first cut each range to at
+    most ``max_records_per_partition`` records, then split large ones so there are about
+    ``min_partitions`` tasks (in proportion to size, small ranges left whole)."""
     ranges = [r for r in ranges if r.size > 0]
+    if max_records_per_partition is not None:
+        ranges = [
+            piece
+            for r in ranges
+            for piece in _cut(r, -(-r.size // max_records_per_partition))
+        ]
+        ranges = [r for r in ranges if r.size > 0]
     if min_partitions is not None and len(ranges) < min_partitions:
         total = sum(r.size for r in ranges)
         # Ranges too small to split keep one task each and are left out of the share.
@@ -164,12 +171,6 @@ def split_ranges(
             for piece in _cut(
                 r, 1 if r in whole else _part_count(r.size, split_total, split_wanted)
             )
-        ]
-    if max_records_per_partition is not None:
-        ranges = [
-            piece
-            for r in ranges
-            for piece in _cut(r, -(-r.size // max_records_per_partition))
         ]
     return [r for r in ranges if r.size > 0]
 

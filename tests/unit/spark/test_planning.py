@@ -81,3 +81,10 @@ def test_split_ranges_for_min_partitions() -> None:
 def test_split_ranges_max_records_per_partition() -> None:
     pieces = split_ranges([OffsetRange("t", 0, 0, 25)], None, max_records_per_partition=10)
     assert [(p.start, p.end) for p in pieces] == [(0, 8), (8, 16), (16, 25)]
+
+
+def test_max_records_per_partition_cuts_before_min_partitions_splits() -> None:
+    # Spark's KafkaOffsetRangeCalculator: 1000 records at most 400 a task gives 3 ranges of
+    # about 333; each is then too small a share of the total to split for minPartitions=4.
+    pieces = split_ranges([OffsetRange("t", 0, 0, 1000)], 4, max_records_per_partition=400)
+    assert [(p.start, p.end) for p in pieces] == [(0, 333), (333, 666), (666, 1000)]
