@@ -34,7 +34,7 @@ from .batch import (
     read_header,
 )
 from .compression import CompressionError, compress, decompress
-from .primitives import read_uvarint, read_varint, uvarint, varint
+from .primitives import read_uvarint, uvarint, varint
 
 Headers = Sequence[tuple[str, bytes | None]]
 
@@ -157,46 +157,6 @@ def build_simple_batch(
     )
 
 
-def _decode_records(
-    data: bytes, count: int, base_offset: int, base_timestamp: int
-) -> Iterator[Record]:
-    pos = 0
-    end = len(data)
-    for _ in range(count):
-        length, pos = read_varint(data, pos)
-        record_end = pos + length
-        if length < 0 or record_end > end:
-            raise CorruptBatch("record runs past its batch")
-        pos += 1  # attributes
-        ts_delta, pos = read_varint(data, pos)
-        off_delta, pos = read_varint(data, pos)
-        klen, pos = read_varint(data, pos)
-        key = None
-        if klen >= 0:
-            key = data[pos : pos + klen]
-            pos += klen
-        vlen, pos = read_varint(data, pos)
-        value = None
-        if vlen >= 0:
-            value = data[pos : pos + vlen]
-            pos += vlen
-        hcount, pos = read_varint(data, pos)
-        headers = []
-        for _h in range(hcount):
-            hklen, pos = read_varint(data, pos)
-            hkey = data[pos : pos + hklen].decode("utf-8", "replace")
-            pos += hklen
-            hvlen, pos = read_varint(data, pos)
-            hvalue = None
-            if hvlen >= 0:
-                hvalue = data[pos : pos + hvlen]
-                pos += hvlen
-            headers.append((hkey, hvalue))
-        if pos != record_end:
-            raise CorruptBatch("record length does not match its fields")
-        yield Record(base_offset + off_delta, base_timestamp + ts_delta, key, value, tuple(headers))
-
-
 def batch_records(
     buf: bytes | bytearray | memoryview, pos: int = 0, header: BatchHeader | None = None
 ) -> list[Record]:
@@ -210,17 +170,19 @@ def batch_records(
         data = decompress(header.codec, raw) if header.codec else raw
     except CompressionError as exc:
         raise CorruptBatch(str(exc)) from None
+    decoded: list[tuple[Any, ...]] = []
     try:
-        records = list(
-            _decode_records(data, header.records_count, header.base_offset, header.base_timestamp)
-        )
-    except (ValueError, IndexError) as exc:
+        decode_records_into(
+            decoded, tuple, data, header.records_count, base_offset=header.base_offset,
+            base_timestamp=header.base_timestamp, topic="", partition=0, timestamp_type=0,
+            leader_epoch=-1,
+            log_append_time=header.max_timestamp if header.log_append_time else None,
+        )  # fmt: skip
+    except CorruptBatch as exc:
         raise CorruptBatch(f"malformed record: {exc}") from None
-    if header.log_append_time:
-        records = [
-            Record(r.offset, header.max_timestamp, r.key, r.value, r.headers) for r in records
-        ]
-    return records
+    # The decoder's tuple: (topic, partition, offset, timestamp, timestamp type, key, value,
+    # headers, leader epoch, key size, value size).
+    return [Record(r[2], r[3], r[5], r[6], r[7]) for r in decoded]
 
 
 # -- the consumer's fast path ----------------------------------------------------------------
