@@ -117,21 +117,48 @@ def build_batch(
         attributes |= TRANSACTIONAL_BIT
     if log_append_time:
         attributes |= TIMESTAMP_TYPE_BIT
-    after_crc = (
-        _HEADER_AFTER_CRC.pack(
-            attributes,
-            len(records) - 1,
-            base_timestamp,
-            max_timestamp,
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            len(records),
-        )
-        + payload
+    header = batch_header(
+        payload,
+        attributes=attributes,
+        count=len(records),
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
     )
-    crc = crc32c(after_crc)
-    batch_length = len(after_crc) + 4 + 1 + 4  # leader epoch + magic + crc
+    return header + payload
+
+
+def batch_header(
+    payload: bytes | bytearray,
+    *,
+    attributes: int,
+    count: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    base_sequence: int = NO_SEQUENCE,
+    base_offset: int = 0,
+    partition_leader_epoch: int = -1,
+) -> bytes:
+    """The 61-byte v2 header of a batch whose (compressed) records are ``payload``; the
+    records are only read for the CRC, never copied."""
+    after_crc = _HEADER_AFTER_CRC.pack(
+        attributes,
+        count - 1,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
+    )
+    crc = crc32c(payload, crc32c(after_crc))
+    batch_length = len(after_crc) + len(payload) + 4 + 1 + 4  # leader epoch + magic + crc
     return (
         _PREFIX.pack(base_offset, batch_length, partition_leader_epoch, MAGIC)
         + _UINT32.pack(crc)
@@ -456,6 +483,7 @@ def iter_records(
 
 __all__ = [
     "Record",
+    "batch_header",
     "batch_payload",
     "batch_records",
     "build_batch",

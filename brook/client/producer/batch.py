@@ -8,16 +8,14 @@ epoch and sequence are known, and restamped if a retry has to re-sequence the ba
 
 from __future__ import annotations
 
-import struct
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from crc32c import crc32c
-
-from brook.protocol.batch import CODEC_MASK, HEADER_SIZE, MAGIC, NO_PRODUCER_ID, NO_SEQUENCE
+from brook.protocol.batch import CODEC_MASK, HEADER_SIZE, NO_PRODUCER_ID, NO_SEQUENCE
 from brook.protocol.compression import Codec, compress
 from brook.protocol.primitives import uvarint
+from brook.protocol.records import batch_header
 
 from .record import ProduceResult, RecordFuture
 
@@ -36,9 +34,6 @@ COMPRESSION_RATE_ESTIMATION_FACTOR = 1.05
 _IMPROVING_STEP = 0.005
 _DETERIORATE_STEP = 0.05
 
-_AFTER_CRC = struct.Struct(">hiqqqhii")
-_PREFIX = struct.Struct(">qiib")
-_UINT32 = struct.Struct(">I")
 
 # A record's length prefix, attributes and two deltas, generously: Java's upper bound, used
 # for the max.request.size check and the memory a new batch reserves.
@@ -309,20 +304,15 @@ class ProducerBatch:
         assert payload is not None
         header = self.header
         if header is None:
-            after_crc = _AFTER_CRC.pack(
-                self.codec & CODEC_MASK,
-                self.count - 1,
-                self.base_timestamp,
-                self.max_timestamp,
-                self.producer_id,
-                self.producer_epoch,
-                self.base_sequence,
-                self.count,
-            )
-            crc = crc32c(payload, crc32c(after_crc))
-            length = len(after_crc) + len(payload) + 9  # leader epoch, magic, crc
-            header = self.header = (
-                _PREFIX.pack(0, length, -1, MAGIC) + _UINT32.pack(crc) + after_crc
+            header = self.header = batch_header(
+                payload,
+                attributes=self.codec & CODEC_MASK,
+                count=self.count,
+                base_timestamp=self.base_timestamp,
+                max_timestamp=self.max_timestamp,
+                producer_id=self.producer_id,
+                producer_epoch=self.producer_epoch,
+                base_sequence=self.base_sequence,
             )
         return header, payload
 
