@@ -20,6 +20,7 @@ bench/results/kip794_experiment.json; docs/experiments.md reads them beside the 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import subprocess
 import sys
@@ -31,7 +32,8 @@ from typing import Any
 from brook.client.admin import Admin, NewTopic
 from brook.client.consumer import Consumer
 
-from .common import MultiNodeProxy, brook_broker, machine, save
+from .common import ROOT, MultiNodeProxy, brook_broker, machine, save
+from .kip794_switch_rule import RULES
 
 TOPIC = "foo"
 PARTITIONS = 3
@@ -123,22 +125,25 @@ def parse_output(lines: list[str]) -> dict[str, Any]:
     return result
 
 
-def run_tool(bootstrap: str, records: int, throughput: int, properties: dict[str, str]
-             ) -> list[str]:
+def run_tool(bootstrap: str, records: int, throughput: int, properties: dict[str, str],
+             switch_rule: str = "current") -> list[str]:
     """Run ``brook producer-perf-test`` as the KIP ran kafka-producer-perf-test.sh."""
     with tempfile.TemporaryDirectory(prefix="kip794-") as tmp:
         config = Path(tmp) / "producer.properties"
         props = {"bootstrap.servers": bootstrap, **BASE_PROPERTIES, **properties}
         config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-        cmd = [sys.executable, "-m", "brook.cli.main", "producer-perf-test",
-               "--topic", TOPIC, "--num-records", str(records), "--print-metrics",
-               "--record-size", str(RECORD_SIZE), "--throughput", str(throughput),
-               "--producer.config", str(config)]
-        print("  $ brook producer-perf-test " + " ".join(cmd[4:]), flush=True)
+        tool = ["-m", "brook.cli.main", "producer-perf-test"]
+        if switch_rule != "current":
+            tool = ["-m", "bench.kip794_switch_rule", "tool"]
+        args = ["--topic", TOPIC, "--num-records", str(records), "--print-metrics",
+                "--record-size", str(RECORD_SIZE), "--throughput", str(throughput),
+                "--producer.config", str(config)]
+        print(f"  $ {' '.join(tool[1:])} " + " ".join(args), flush=True)
         print("    producer.properties: " + ", ".join(f"{k}={v}" for k, v in props.items()),
               flush=True)
         lines: list[str] = []
-        with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) as proc:
+        with subprocess.Popen([sys.executable, *tool, *args], stdout=subprocess.PIPE, text=True,
+                              cwd=ROOT) as proc:
             assert proc.stdout is not None
             try:
                 for line in proc.stdout:
@@ -160,17 +165,19 @@ def records_per_partition(bootstrap: str) -> dict[int, int]:
     return {tp.partition: offset for tp, offset in ends.items()}
 
 
-def run_configuration(series: int, key: str, records: int, delay_ms: float, serial: bool
-                      ) -> dict[str, Any]:
+def run_configuration(series: int, key: str, records: int, delay_ms: float, serial: bool,
+                      switch_rule: str = "current") -> dict[str, Any]:
     throughput = SERIES[series][0]
     config = CONFIGURATIONS[key]
     print(f"series {series}, {config.label}:", flush=True)
+    load_before = os.getloadavg()
     with brook_broker() as bootstrap:
         with Admin({"bootstrap.servers": bootstrap}) as admin:
             admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])
         with MultiNodeProxy(bootstrap, 3, {SLOW_NODE: delay_ms}, serial=serial,
                             node_ids=NODE_IDS) as proxy:
-            lines = run_tool(proxy.bootstrap, records, throughput, config.properties)
+            lines = run_tool(proxy.bootstrap, records, throughput, config.properties,
+                             switch_rule)
             produce_requests = proxy.produce_requests
         partitions = records_per_partition(bootstrap)
     parsed = parse_output(lines)
@@ -179,11 +186,13 @@ def run_configuration(series: int, key: str, records: int, delay_ms: float, seri
         "configuration": key,
         "label": config.label,
         "throughput": throughput,
+        "switch_rule": switch_rule,
         "properties": {**BASE_PROPERTIES, **config.properties},
         **parsed,
         "produce_requests_at_proxy": produce_requests,
         "records_per_partition": partitions,
         "leaders": {p: NODE_IDS[p % 3] for p in range(PARTITIONS)},
+        "load_average": {"before": load_before, "after": os.getloadavg()},
         "output": lines,
     }
 
@@ -196,13 +205,15 @@ def _node_bytes(row: dict[str, Any]) -> dict[int, float]:
 
 
 def report(rows: list[dict[str, Any]], with_kip: bool = True) -> str:
+    """The KIP's summary table, with the node bytes beside it; the KIP's rows follow ours."""
     lines = [
         "| series | partitioner config | run | throughput | avg latency | p99 | p99.9 "
         "| node-0 bytes | node-1 bytes | node-2 bytes | node-0 share |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        entries = [("Brook", row)]
+        who = "Brook" if row.get("switch_rule", "current") == "current" else "Brook, 2022 rule"
+        entries = [(who, row)]
         kip = KIP_FIGURES.get((row["series"], row["configuration"]))
         if with_kip and kip is not None:
             entries.append(("KIP", kip))
@@ -232,6 +243,10 @@ def main() -> None:
     parser.add_argument("--delay-mode", choices=("serial", "pipelined"), default="serial",
                         help="serial: a Kafka broker sleeping in its handler (the KIP's); "
                              "pipelined: each response held from its own arrival")
+    parser.add_argument("--switch-rule", choices=RULES, default="current",
+                        help="current: Brook's partitioner as shipped (Kafka's rule since "
+                             "KAFKA-14156); kip-2022: the rule the KIP measured, patched in "
+                             "for diagnosis (bench/kip794_switch_rule.py)")
     args = parser.parse_args()
     wanted = args.configs.split(",")
     unknown = [c for c in wanted if c not in CONFIGURATIONS]
@@ -244,12 +259,17 @@ def main() -> None:
         if key in wanted
     ]
     rows = [
-        run_configuration(series, key, args.records, args.delay_ms, args.delay_mode == "serial")
+        run_configuration(series, key, args.records, args.delay_ms, args.delay_mode == "serial",
+                          args.switch_rule)
         for series, key in plan
     ]
     print()
     print(report(rows, with_kip=args.records == KIP_RECORDS))
-    name = "kip794_experiment" if args.records == KIP_RECORDS else "kip794_experiment-quick"
+    name = "kip794_experiment"
+    if args.switch_rule != "current":
+        name += f"-{args.switch_rule}-rule"
+    if args.records != KIP_RECORDS:
+        name += "-quick"
     path = save(name, {"machine": machine(), "args": vars(args), "delay_node": SLOW_NODE,
                        "results": rows})
     print(f"\nmachine: {machine()}\nsaved {path}")
