@@ -5,23 +5,40 @@ here; what is asserted is that the pieces they are made of measure what they cla
 
 from __future__ import annotations
 
-from bench import kip227_experiment, kip794_experiment
+import pytest
+
+from bench import kip227_experiment, kip794_experiment, kip794_switch_rule
 from bench.common import brook_process
 from brook.client.admin import Admin, NewTopic
 
+RECORDS = 1000
 
-def test_kip794_run_parses_the_tools_output_per_node() -> None:
-    row = kip794_experiment.run_configuration(1, "default", 300, 20.0, serial=True)
-    assert row["records"] == 300
+
+@pytest.mark.parametrize(("config", "rule"), [("default", "current"), ("uniform", "kip-2022")])
+def test_kip794_run_parses_the_tools_output_per_node(config: str, rule: str) -> None:
+    # Enough records for some 30 partition switches, so that every node gets some.
+    row = kip794_experiment.run_configuration(1, config, RECORDS, 20.0, serial=True,
+                                              switch_rule=rule)
+    assert row["records"] == RECORDS
+    assert row["switch_rule"] == rule
     assert set(row["nodes"]) == {0, 1, 2}
     sent = {n: m["outgoing-byte-total"] for n, m in row["nodes"].items()}
-    # 300 records of 512 bytes went somewhere, and only through the three fake nodes.
-    assert sum(sent.values()) > 300 * 512
-    assert sum(row["records_per_partition"].values()) == 300
+    # The records of 512 bytes went somewhere, and only through the three fake nodes.
+    assert sum(sent.values()) > RECORDS * 512
+    assert sum(row["records_per_partition"].values()) == RECORDS
     assert sum(row["produce_requests_at_proxy"].values()) > 0
-    assert "| 1 | New logic with all default settings | Brook |" in kip794_experiment.report(
-        [row]
-    )
+    label = kip794_experiment.CONFIGURATIONS[config].label
+    assert f"| 1 | {label} | Brook" in kip794_experiment.report([row])
+
+
+def test_kip794_model_of_the_two_switch_rules() -> None:
+    rows = {rule: kip794_switch_rule.run_model(rule, False, 0, 2048, 6000)
+            for rule in kip794_switch_rule.RULES}
+    for row in rows.values():
+        assert sum(row["record_share"].values()) == pytest.approx(1.0)
+        assert all(row["requests"].values())
+    # Deferring the switch while the slow node's batch waits keeps records on it longer.
+    assert rows["current"]["record_share"][1] > rows["kip-2022"]["record_share"][1]
 
 
 def test_kip227_sessions_name_only_the_changed_partitions() -> None:
@@ -30,7 +47,7 @@ def test_kip227_sessions_name_only_the_changed_partitions() -> None:
         with Admin({"bootstrap.servers": broker.bootstrap}) as admin:
             admin.create_topics([NewTopic("kip227-200", 200, 1)])
         cell = kip227_experiment.run_cell(
-            broker.proc.pid, broker.bootstrap, 200, 2, warmup=0.5, seconds=1.0
+            broker.proc.pid, broker.bootstrap, 200, 2, warmup=0.3, seconds=0.7
         )
     with_sessions, without = cell["sessions"], cell["sessionless"]
     assert with_sessions["fetches"] > 0 and without["fetches"] > 0
