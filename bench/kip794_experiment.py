@@ -13,8 +13,10 @@ the previous one, so a 20 ms sleep in its handler spaces that connection's answe
 20 ms apart. Each configuration gets a fresh broker and runs the tool as a subprocess with
 the KIP's arguments; the final line and the per-node ``outgoing-byte-total`` are parsed from
 its real output. The producer runs with Kafka's defaults of the KIP's time (3.3:
-``linger.ms=0``; Brook's own default is Kafka 4.0's 5 ms). Results go to
-bench/results/kip794_experiment.json; docs/experiments.md reads them beside the KIP's.
+``linger.ms=0``; Brook's own default is Kafka 4.0's 5 ms). ``--switch-rule kip-2022`` runs
+the tool with the partition-switch rule the KIP measured instead of the one Brook ships
+(bench/kip794_switch_rule.py), for diagnosis. Results go to
+bench/results/kip794_experiment*.json; docs/experiments.md reads them beside the KIP's.
 """
 
 from __future__ import annotations
@@ -179,6 +181,7 @@ def run_configuration(series: int, key: str, records: int, delay_ms: float, seri
             lines = run_tool(proxy.bootstrap, records, throughput, config.properties,
                              switch_rule)
             produce_requests = proxy.produce_requests
+            leaders = {p: proxy.leader_of(p) for p in range(PARTITIONS)}
         partitions = records_per_partition(bootstrap)
     parsed = parse_output(lines)
     return {
@@ -191,7 +194,7 @@ def run_configuration(series: int, key: str, records: int, delay_ms: float, seri
         **parsed,
         "produce_requests_at_proxy": produce_requests,
         "records_per_partition": partitions,
-        "leaders": {p: NODE_IDS[p % 3] for p in range(PARTITIONS)},
+        "leaders": leaders,
         "load_average": {"before": load_before, "after": os.getloadavg()},
         "output": lines,
     }
@@ -212,7 +215,7 @@ def report(rows: list[dict[str, Any]], with_kip: bool = True) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        who = "Brook" if row.get("switch_rule", "current") == "current" else "Brook, 2022 rule"
+        who = "Brook" if row["switch_rule"] == "current" else "Brook, 2022 rule"
         entries = [(who, row)]
         kip = KIP_FIGURES.get((row["series"], row["configuration"]))
         if with_kip and kip is not None:
