@@ -8,7 +8,7 @@ STAMP := $(VENV)/.brook-installed
 TEST_STAMP := $(VENV)/.brook-test-installed
 SPARK_STAMP := $(VENV)/.brook-spark-installed
 
-.PHONY: run test lint bench bench-spark pipeline clean
+.PHONY: run test lint bench bench-spark experiments experiment-kip794 experiment-kip227 pipeline clean
 
 # The C record decoder is built by the install, so a change to it reinstalls.
 $(STAMP): pyproject.toml brook/protocol/_crecords.c
@@ -40,6 +40,15 @@ lint: $(TEST_STAMP)
 bench: $(TEST_STAMP)
 	$(BIN)/python -m bench.broker_throughput
 	$(BIN)/python -m bench.producer_clients
+
+# The seed proposals' experiments (docs/experiments.md); KIP-794's full run takes ~7 minutes.
+experiments: experiment-kip794 experiment-kip227
+
+experiment-kip794: $(STAMP)
+	$(BIN)/python -m bench.kip794_experiment $(EXPERIMENT_ARGS)
+
+experiment-kip227: $(STAMP)
+	$(BIN)/python -m bench.kip227_experiment $(EXPERIMENT_ARGS)
 
 # The clickstream example: a broker on a free loopback port (data in ./data-pipeline), the
 # generator and the Spark job; prints the results and stops everything.

@@ -16,6 +16,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+# The tests' multi-node proxy, re-exported for the experiments.
+from multinode_proxy import MultiNodeProxy  # noqa: E402, F401
 from support import BrookProcess, run_tansu  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
@@ -38,13 +40,27 @@ def machine() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def brook_broker(overrides: dict[str, str] | None = None) -> Iterator[str]:
+def brook_process(overrides: dict[str, str] | None = None) -> Iterator[BrookProcess]:
+    """A Brook broker with its data in a temporary directory, removed afterwards."""
     tmp = Path(tempfile.mkdtemp(prefix="brook-bench-"))
     try:
         with BrookProcess(tmp / "data", overrides) as broker:
-            yield broker.bootstrap
+            yield broker
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def brook_broker(overrides: dict[str, str] | None = None) -> Iterator[str]:
+    with brook_process(overrides) as broker:
+        yield broker.bootstrap
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (Linux /proc), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    # utime and stime are fields 14 and 15 of stat(5); the split starts at field 3.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextlib.contextmanager

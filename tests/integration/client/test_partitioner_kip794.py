@@ -2,8 +2,8 @@
 the adaptive partitioner sends less to a partition whose broker answers slowly; with
 partitioner.availability.timeout.ms that broker's partitions leave the draw altogether.
 
-One Brook process plays three nodes behind a proxy (proxy.py) that delays one node's Produce
-responses; murmur2 and the switching rules themselves are unit-tested in
+One Brook process plays three nodes behind a proxy (tests/multinode_proxy.py) that delays one
+node's Produce responses; murmur2 and the switching rules themselves are unit-tested in
 tests/unit/client/test_partitioner.py."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from proxy import MultiNodeProxy
+from multinode_proxy import MultiNodeProxy
 from readback import create_topic
 from support import BrookProcess
 

@@ -1,0 +1,8 @@
+"""The experiments under bench/ are imported as the ``bench`` package of the repository."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
