@@ -41,9 +41,11 @@ def _monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class FetchPartition:
-    """One partition's fetch parameters, as requested or as cached in a session."""
+    """One partition's fetch parameters, as requested or as cached in a session. Immutable:
+    a session replaces a partition's parameters rather than editing them, so a request that
+    is still waiting keeps the parameters it was accepted with."""
 
     topic: str
     topic_id: uuid.UUID
@@ -93,17 +95,13 @@ class CachedPartition:
 
     def update_params(self, fp: FetchPartition) -> None:
         cached = self.params
-        cached.fetch_offset = fp.fetch_offset
-        cached.log_start_offset = fp.log_start_offset
-        cached.max_bytes = fp.max_bytes
-        cached.current_leader_epoch = fp.current_leader_epoch
-        cached.last_fetched_epoch = fp.last_fetched_epoch
         # The identity part of the key never changes here; the other half may be learnt later
         # (an id not yet known when added, or a recreated topic in a by-name session).
-        if fp.topic:
-            cached.topic = fp.topic
-        if fp.topic_id != ZERO_UUID:
-            cached.topic_id = fp.topic_id
+        self.params = dataclasses.replace(
+            fp,
+            topic=fp.topic or cached.topic,
+            topic_id=fp.topic_id if fp.topic_id != ZERO_UUID else cached.topic_id,
+        )
 
     def must_respond(self, result: PartitionResult) -> bool:
         """Whether an incremental response carries this partition; records what it sends.
@@ -296,7 +294,7 @@ class FetchSessionCache:
         ``topic_names`` (id → name) lets an incremental context name cached partitions whose
         topic id was unknown when they were added.
         """
-        requested = {partition_key(fp, uses_topic_ids): _copy(fp) for fp in partitions}
+        requested = {partition_key(fp, uses_topic_ids): fp for fp in partitions}
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             # Any session named by a full request is closed, whatever happens next.
             if session_id != INVALID_SESSION_ID:
@@ -315,7 +313,7 @@ class FetchSessionCache:
         for key, fp in requested.items():
             cached = session.partitions.get(key)
             if cached is None:
-                session.partitions[key] = CachedPartition(_copy(fp))
+                session.partitions[key] = CachedPartition(fp)
             else:
                 cached.update_params(fp)
         # Removals come after additions, so a partition both listed and forgotten is gone.
@@ -329,7 +327,8 @@ class FetchSessionCache:
         if topic_names:
             for cached in session.partitions.values():
                 if not cached.params.topic:
-                    cached.params.topic = topic_names.get(cached.params.topic_id, "")
+                    name = topic_names.get(cached.params.topic_id, "")
+                    cached.params = dataclasses.replace(cached.params, topic=name)
         return IncrementalFetchContext(session, epoch)
 
     def _create_session(
@@ -341,12 +340,6 @@ class FetchSessionCache:
         shard = self._shards[self._next_shard]
         self._next_shard = (self._next_shard + 1) % NUM_SHARDS
         return shard.maybe_create(self._now_ms(), privileged, uses_topic_ids, partitions)
-
-
-def _copy(fp: FetchPartition) -> FetchPartition:
-    # Contexts hand out and cache their own copies, so a handler that edits what it read
-    # cannot change a session behind its back.
-    return dataclasses.replace(fp)
 
 
 class FetchContext:
@@ -383,6 +376,8 @@ class FetchContext:
 def _check_results(
     expected: Sequence[PartitionKey], results: Mapping[PartitionKey, PartitionResult]
 ) -> None:
+    if len(results) == len(expected) and all(k in results for k in expected):
+        return
     missing = [k for k in expected if k not in results]
     if missing:
         raise ValueError(f"no result for partitions {missing}")
@@ -451,7 +446,7 @@ class FullFetchContext(_ListedFetchContext):
             # An errored partition caches HW -1 here too, so it is resent once the error
             # clears even if the handler reported a real HW alongside the error.
             hw = -1 if result.error_code != Errors.NONE else result.high_watermark
-            cached[key] = CachedPartition(_copy(fp), hw, result.log_start_offset)
+            cached[key] = CachedPartition(fp, hw, result.log_start_offset)
         response.session_id = self._cache._create_session(
             self._is_follower, self._uses_topic_ids, cached
         )
@@ -466,7 +461,7 @@ class IncrementalFetchContext(FetchContext):
         self.session = session
         self._expected_epoch = next_epoch(request_epoch)
         # Fixed at request time: the response lists partitions in the order they were read.
-        self._snapshot = [(key, _copy(c.params)) for key, c in session.partitions.items()]
+        self._snapshot = [(key, c.params) for key, c in session.partitions.items()]
 
     def partitions(self) -> list[FetchPartition]:
         return [fp for _, fp in self._snapshot]
@@ -484,14 +479,17 @@ class IncrementalFetchContext(FetchContext):
     def _respond(self, results: Mapping[PartitionKey, PartitionResult]) -> FetchResponseData:
         if self._stale():
             return FetchResponseData(Errors.INVALID_FETCH_SESSION_EPOCH, self.session.id, [])
-        _check_results([key for key, _ in self._snapshot], results)
+        if len(results) != len(self._snapshot):
+            _check_results([key for key, _ in self._snapshot], results)
         cache = self.session.partitions
         out: list[tuple[FetchPartition, PartitionResult]] = []
         for key, fp in self._snapshot:
+            result = results.get(key)
+            if result is None:
+                _check_results([key for key, _ in self._snapshot], results)  # raises
             cached = cache.get(key)
             if cached is None:
                 continue
-            result = results[key]
             if not cached.must_respond(result):
                 continue
             out.append((fp, result))

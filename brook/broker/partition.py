@@ -47,7 +47,8 @@ class Partition:
     followers: dict[int, ReplicaState] = field(default_factory=dict)
     appended_bytes: int = 0  # monotonic; fetch long-polls measure progress with it
     _ack_waiters: list[_AckWaiter] = field(default_factory=list)
-    _data_waiters: list[asyncio.Future[None]] = field(default_factory=list)
+    # Long-polling fetches waiting for data here; each removes itself when it stops waiting.
+    _data_waiters: set[asyncio.Future[None]] = field(default_factory=set)
 
     @property
     def is_leader(self) -> bool:
@@ -148,17 +149,20 @@ class Partition:
         upper = None if for_follower else self.high_watermark
         return self.log.read(offset, max_bytes, upper, min_one_batch)
 
-    def data_waiter(self) -> asyncio.Future[None]:
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._data_waiters.append(fut)
-        return fut
+    def add_data_waiter(self, fut: asyncio.Future[None]) -> None:
+        """Complete ``fut`` when data is appended (or leadership ends); one future may wait on
+        many partitions. The waiter must call :meth:`remove_data_waiter` when it stops."""
+        self._data_waiters.add(fut)
+
+    def remove_data_waiter(self, fut: asyncio.Future[None]) -> None:
+        self._data_waiters.discard(fut)
 
     def _wake_fetchers(self) -> None:
         if self._data_waiters:
             for fut in self._data_waiters:
                 if not fut.done():
                     fut.set_result(None)
-            self._data_waiters = []
+            self._data_waiters.clear()
 
     def notify_appended(self) -> None:
         """New data past the HW matters to followers; wake long-polling fetchers."""

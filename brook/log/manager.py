@@ -9,6 +9,7 @@ import logging
 import os
 import shutil
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -117,7 +118,7 @@ class LogManager:
                 existing.update_config(config)
             existing.assign_topic_id(topic_id)
             return existing
-        parent = min(self.log_dirs, key=self._count_logs_in)
+        parent = self._emptiest_dir()
         parent.mkdir(parents=True, exist_ok=True)
         # The new directory is fsynced (into its parent) by the log's first flush.
         plog = PartitionLog.open(
@@ -126,8 +127,11 @@ class LogManager:
         self._logs[(topic, partition)] = plog
         return plog
 
-    def _count_logs_in(self, directory: Path) -> int:
-        return sum(1 for plog in self._logs.values() if plog.dir.parent == directory)
+    def _emptiest_dir(self) -> Path:
+        if len(self.log_dirs) == 1:
+            return self.log_dirs[0]
+        counts = Counter(plog.dir.parent for plog in self._logs.values())
+        return min(self.log_dirs, key=lambda d: counts[d])
 
     def delete_log(self, topic: str, partition: int) -> None:
         """Rename the directory to ``<name>.<uuid>-delete``; ``remove_deleted_logs`` removes it

@@ -89,6 +89,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     return fetch.long_poll(request.min_bytes, max_wait, read_committed)
 
 
+def _state(partition: Partition) -> tuple[int, int, int]:
+    return (partition.appended_bytes, partition.high_watermark, partition.log.log_start_offset)
+
+
 class _Fetch:
     def __init__(
         self,
@@ -108,23 +112,45 @@ class _Fetch:
         self.errors = False
         self.hosted: list[Partition] = []
         self.marks: list[int] = []
+        # What each hosted partition looked like when it was read (see ``read``).
+        self.states: dict[PartitionKey, tuple[Partition, tuple[int, int, int]]] = {}
 
     def key(self, fp: FetchPartition) -> PartitionKey:
         return (fp.topic_id if self.ctx.api_version >= 13 else fp.topic, fp.partition)
 
-    def read(self) -> None:
+    def read(self, again: bool = False) -> None:
+        """Read every partition of the session. ``again`` (after a long poll): a partition
+        whose first read found nothing and that has not changed since (no append, same high
+        watermark and log start) keeps that result instead of being read a second time."""
+        previous = self.results if again else {}
+        states = self.states if again else {}
         self.results = {}
+        self.states = {}
         self.bytes = 0
         self.errors = False
         self.hosted = []
         budget = self.max_bytes
         for fp in self.session.partitions():
-            result, partition = self._read_one(fp, budget, min_one=self.bytes == 0)
-            self.results[self.key(fp)] = result
+            key = self.key(fp)
+            old = previous.get(key) if again else None
+            seen = states.get(key) if old is not None else None
+            if (
+                seen is not None
+                and old is not None
+                and not old.records
+                and not old.error_code
+                and seen[0].is_leader
+                and _state(seen[0]) == seen[1]
+            ):
+                result, partition = old, seen[0]
+            else:
+                result, partition = self._read_one(fp, budget, min_one=self.bytes == 0)
+            self.results[key] = result
             if result.error_code:
                 self.errors = True
             if partition is not None:
                 self.hosted.append(partition)
+                self.states[key] = (partition, _state(partition))
             self.bytes += len(result.records)
             budget = max(0, budget - len(result.records))
         self.marks = [p.appended_bytes for p in self.hosted]
@@ -186,21 +212,27 @@ class _Fetch:
         self, min_bytes: int, max_wait_ms: int, read_committed: bool
     ) -> list[bytes]:
         deadline = time.monotonic() + max_wait_ms / 1000
+        loop = asyncio.get_running_loop()
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not self.hosted:
                 break
-            waiters = [p.data_waiter() for p in self.hosted]
+            # One future for the whole fetch, registered with every partition it reads and
+            # taken back from all of them, however the wait ends.
+            waiter: asyncio.Future[None] = loop.create_future()
+            for p in self.hosted:
+                p.add_data_waiter(waiter)
             try:
-                await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait((waiter,), timeout=remaining)
             finally:
-                for w in waiters:
-                    if not w.done():
-                        w.cancel()
+                for p in self.hosted:
+                    p.remove_data_waiter(waiter)
+                if not waiter.done():
+                    waiter.cancel()
             grown = sum(p.appended_bytes - m for p, m in zip(self.hosted, self.marks, strict=True))
             if self.bytes + grown >= min_bytes or any(not p.is_leader for p in self.hosted):
                 break
-        self.read()
+        self.read(again=True)
         return self.response(read_committed)
 
     def response(self, read_committed: bool) -> list[bytes]:

@@ -3,6 +3,7 @@ incremental inclusion rules, epoch wrap, sharding, and eviction under a controll
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import uuid
 from collections.abc import Iterable, Sequence
@@ -471,9 +472,19 @@ def test_handler_edits_to_what_it_read_do_not_reach_the_session() -> None:
     cache = make_cache()
     sid = open_session(cache, [fp("a", 0)])
     context = ctx(cache, sid, 1)
-    context.partitions()[0].fetch_offset = 999
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        context.partitions()[0].fetch_offset = 999  # type: ignore[misc]
     respond(context)
     assert ctx(cache, sid, 2).partitions()[0].fetch_offset == 0
+
+
+def test_a_waiting_request_keeps_the_parameters_it_was_accepted_with() -> None:
+    cache = make_cache()
+    sid = open_session(cache, [fp("a", 0)])
+    waiting = ctx(cache, sid, 1)
+    # A later request of the session moves the partition on meanwhile (a duplicate).
+    ctx(cache, sid, 2, [fp("a", 0, offset=7)])
+    assert waiting.partitions()[0].fetch_offset == 0
 
 
 # -- topic-id sessions ------------------------------------------------------------------------

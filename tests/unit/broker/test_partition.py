@@ -128,3 +128,24 @@ def test_a_new_leader_keeps_its_high_watermark_within_the_log(
     p = Partition("t", 0, TOPIC_ID, 1, plog, high_watermark=2)
     p.update(_info(1, 1, (1, 2), (1, 2)))
     assert p.high_watermark == 2  # the follower has not confirmed more
+
+
+def test_a_fetch_waiter_is_woken_by_an_append_and_leaves_nothing_behind(
+    partition: Partition,
+) -> None:
+    async def run() -> None:
+        partition.update(_info(1, 0, (1,), (1,)))
+        loop = asyncio.get_running_loop()
+        # An idle partition in a long-polling session: thousands of waits that time out must
+        # not pile up waiters on it.
+        for _ in range(1000):
+            timed_out: asyncio.Future[None] = loop.create_future()
+            partition.add_data_waiter(timed_out)
+            partition.remove_data_waiter(timed_out)
+        assert not partition._data_waiters
+        woken: asyncio.Future[None] = loop.create_future()
+        partition.add_data_waiter(woken)
+        _append(partition)
+        assert woken.done() and not partition._data_waiters
+
+    asyncio.run(run())
