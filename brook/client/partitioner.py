@@ -297,7 +297,9 @@ class BuiltInPartitioner:
         self.sticky_batch_size = sticky_batch_size
         self._rng = rng if rng is not None else random.Random()
         self._lock = threading.Lock()
-        self._current: StickyPartitionInfo | None = None
+        # The sticky partition now (None before the first draw); the accumulator reads it
+        # directly on its per-record path, as peek_current_partition / is_partition_changed.
+        self.current: StickyPartitionInfo | None = None
         self._load_stats: PartitionLoadStats | None = None
 
     @property
@@ -327,17 +329,17 @@ class BuiltInPartitioner:
 
     def peek_current_partition(self, cluster: ClusterView) -> StickyPartitionInfo:
         """The current sticky partition, drawing the first one on first use."""
-        current = self._current
+        current = self.current
         if current is not None:
             return current
         with self._lock:
-            if self._current is None:
-                self._current = StickyPartitionInfo(self.next_partition(cluster))
-            return self._current
+            if self.current is None:
+                self.current = StickyPartitionInfo(self.next_partition(cluster))
+            return self.current
 
     def is_partition_changed(self, info: StickyPartitionInfo | None) -> bool:
         """True when ``info`` is no longer current (another append switched meanwhile)."""
-        return info is not None and self._current is not info
+        return info is not None and self.current is not info
 
     def update_partition_info(
         self,
@@ -355,7 +357,7 @@ class BuiltInPartitioner:
         if info is None:
             return
         with self._lock:
-            if self._current is not info:
+            if self.current is not info:
                 # Only the holder of the current info may switch; a stale one would undo a
                 # switch made by someone else.
                 return
@@ -366,7 +368,7 @@ class BuiltInPartitioner:
             if (produced >= self.sticky_batch_size and enable_switch) or (
                 produced >= 2 * self.sticky_batch_size
             ):
-                self._current = StickyPartitionInfo(self.next_partition(cluster))
+                self.current = StickyPartitionInfo(self.next_partition(cluster))
 
     def partition_changed(
         self, info: StickyPartitionInfo | None, all_batches_full: bool, cluster: ClusterView

@@ -1,6 +1,7 @@
 /*
- * The consumer's record decoder in C, and the column buffers the Spark source builds from the
- * records it decodes. The decoder has the same contract as the pure-Python
+ * The consumer's record decoder in C, the column buffers the Spark source builds from the
+ * records it decodes, and the producer's per-record encoding (record body and append to an
+ * open batch; pure-Python references in brook.client.producer.batch). The decoder has the same contract as the pure-Python
  * brook.protocol.records._decode_records_into_py, which stays the reference and the
  * fallback when this module is not built. Every read is bounds-checked against the
  * record's own length; malformed input raises brook.protocol.batch.CorruptBatch.
@@ -388,18 +389,171 @@ record_columns(PyObject *module, PyObject *records)
     return Py_BuildValue("(NNNNN)", key, value, offsets, timestamps, types);
 }
 
+/* ---- the producer's side: encoding one record ------------------------------------------ */
+
+static Py_ssize_t
+varint_size(uint64_t z)
+{
+    Py_ssize_t n = 1;
+    while (z >= 0x80) {
+        z >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static uint64_t
+zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static char *
+write_varint(char *out, uint64_t z)
+{
+    while (z >= 0x80) {
+        *out++ = (char)((z & 0x7F) | 0x80);
+        z >>= 7;
+    }
+    *out++ = (char)z;
+    return out;
+}
+
+/* A bytes argument or None (length -1); -2 and TypeError for anything else. */
+static Py_ssize_t
+optional_bytes(PyObject *obj, const char *what)
+{
+    if (obj == Py_None) {
+        return -1;
+    }
+    if (!PyBytes_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be bytes or None", what);
+        return -2;
+    }
+    return PyBytes_GET_SIZE(obj);
+}
+
+/* encode_record_body(key, value, headers) -> bytes: a record from its key length to its end
+ * (headers: the encoded header section, None for no headers). */
+static PyObject *
+encode_record_body(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "encode_record_body(key, value, headers)");
+        return NULL;
+    }
+    Py_ssize_t klen = optional_bytes(args[0], "key");
+    Py_ssize_t vlen = klen < -1 ? -2 : optional_bytes(args[1], "value");
+    Py_ssize_t hlen = vlen < -1 ? -2 : optional_bytes(args[2], "headers");
+    if (hlen < -1) {
+        return NULL;
+    }
+    Py_ssize_t size = (klen < 0 ? 1 : varint_size(zigzag(klen)) + klen)
+                      + (vlen < 0 ? 1 : varint_size(zigzag(vlen)) + vlen)
+                      + (hlen < 0 ? 1 : hlen);
+    PyObject *body = PyBytes_FromStringAndSize(NULL, size);
+    if (body == NULL) {
+        return NULL;
+    }
+    char *out = PyBytes_AS_STRING(body);
+    if (klen < 0) {
+        *out++ = 1;
+    } else {
+        out = write_varint(out, zigzag(klen));
+        memcpy(out, PyBytes_AS_STRING(args[0]), klen);
+        out += klen;
+    }
+    if (vlen < 0) {
+        *out++ = 1;
+    } else {
+        out = write_varint(out, zigzag(vlen));
+        memcpy(out, PyBytes_AS_STRING(args[1]), vlen);
+        out += vlen;
+    }
+    if (hlen < 0) {
+        *out = 0;
+    } else {
+        memcpy(out, PyBytes_AS_STRING(args[2]), hlen);
+    }
+    return body;
+}
+
+/* append_record(buf, offset_delta, timestamp_delta, body, limit, factor) -> int: append one
+ * record (length, attributes, deltas, then ``body``) to the bytearray ``buf`` and return the
+ * estimated size of all its records: their bytes, times ``factor`` when factor > 0 (an
+ * estimate of their compressed size), truncated. When offset_delta > 0 and that estimate
+ * would pass ``limit``, nothing is appended and -1 is returned. */
+static PyObject *
+append_record(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "append_record(buf, offset_delta, timestamp_delta, body, limit, factor)");
+        return NULL;
+    }
+    PyObject *buf = args[0];
+    PyObject *body = args[3];
+    if (!PyByteArray_Check(buf) || !PyBytes_Check(body)) {
+        PyErr_SetString(PyExc_TypeError, "append_record needs a bytearray and a bytes body");
+        return NULL;
+    }
+    long long offset_delta = PyLong_AsLongLong(args[1]);
+    if (offset_delta == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    long long timestamp_delta = PyLong_AsLongLong(args[2]);
+    if (timestamp_delta == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    long long limit = PyLong_AsLongLong(args[4]);
+    if (limit == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    double factor = PyFloat_AsDouble(args[5]);
+    if (factor == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    uint64_t ts = zigzag(timestamp_delta);
+    uint64_t od = zigzag(offset_delta);
+    Py_ssize_t blen = PyBytes_GET_SIZE(body);
+    Py_ssize_t size = 1 + varint_size(ts) + varint_size(od) + blen;
+    uint64_t zsize = zigzag(size);
+    Py_ssize_t old = PyByteArray_GET_SIZE(buf);
+    Py_ssize_t written = old + varint_size(zsize) + size;
+    long long estimated = factor > 0 ? (long long)((double)written * factor) : (long long)written;
+    if (offset_delta > 0 && estimated > limit) {
+        return PyLong_FromLong(-1);
+    }
+    if (PyByteArray_Resize(buf, written) < 0) {
+        return NULL;
+    }
+    char *out = PyByteArray_AS_STRING(buf) + old;
+    out = write_varint(out, zsize);
+    *out++ = 0;
+    out = write_varint(out, ts);
+    out = write_varint(out, od);
+    memcpy(out, PyBytes_AS_STRING(body), blen);
+    return PyLong_FromLongLong(estimated);
+}
+
 static PyMethodDef methods[] = {
     {"decode_into", (PyCFunction)(void (*)(void))decode_into, METH_FASTCALL,
      "Append the records of one batch's record data to a list (see records.py)."},
     {"record_columns", (PyCFunction)record_columns, METH_O,
      "Arrow-ready column buffers of a list of consumer record tuples."},
+    {"encode_record_body", (PyCFunction)(void (*)(void))encode_record_body, METH_FASTCALL,
+     "A record's key, value and header section, encoded (see producer/batch.py)."},
+    {"append_record", (PyCFunction)(void (*)(void))append_record, METH_FASTCALL,
+     "Append one record to an open batch's buffer (see producer/batch.py)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_crecords",
-    .m_doc = "Record decoding in C for Brook's consumer.",
+    .m_doc = "Record decoding and encoding in C for Brook's clients.",
     .m_size = -1,
     .m_methods = methods,
 };

@@ -178,7 +178,7 @@ class RecordAccumulator:
         sticky = bip.sticky_batch_size
         while True:
             if partition == UNKNOWN_PARTITION:
-                info = bip.peek_current_partition(cluster)
+                info = bip.current or bip.peek_current_partition(cluster)
                 effective = info.partition
             else:
                 info = None
@@ -194,7 +194,7 @@ class RecordAccumulator:
                     if last is None or last.closed or last.estimated >= last.write_limit:
                         if bip.partition_changed(info, True, cluster):
                             continue
-                    elif bip.is_partition_changed(info):
+                    elif bip.current is not info:
                         continue
                 if last is not None and not last.closed:
                     before = last.estimated
@@ -202,10 +202,11 @@ class RecordAccumulator:
                     if future is not None:
                         full = last.estimated >= last.write_limit
                         if info is not None:
-                            # bip.update_partition_info, made only when a switch may be due:
-                            # below the sticky batch size it would only add the bytes.
+                            # bip.update_partition_info, made only when a switch is due:
+                            # below the sticky batch size (or, while this batch is not full,
+                            # below twice that) it would only add the bytes.
                             produced = info.produced_bytes + last.estimated - before
-                            if produced < sticky:
+                            if produced < sticky or (not full and produced < 2 * sticky):
                                 info.produced_bytes = produced
                             else:
                                 bip.update_partition_info(

@@ -15,7 +15,7 @@ from typing import Any
 from brook.protocol.batch import CODEC_MASK, HEADER_SIZE, NO_PRODUCER_ID, NO_SEQUENCE
 from brook.protocol.compression import Codec, compress
 from brook.protocol.primitives import uvarint
-from brook.protocol.records import batch_header
+from brook.protocol.records import _crecords, batch_header
 
 from .record import ProduceResult, RecordFuture
 
@@ -65,7 +65,9 @@ def encode_headers(headers: Headers) -> bytes:
     return b"".join(parts)
 
 
-def encode_record_body(key: bytes | None, value: bytes | None, headers: bytes | None) -> bytes:
+def _encode_record_body_py(
+    key: bytes | None, value: bytes | None, headers: bytes | None
+) -> bytes:
     """A record from its key length to its end: key, value and the encoded header section
     (None = no headers); the batch puts length, attributes and deltas in front."""
     if key is None:
@@ -79,6 +81,39 @@ def encode_record_body(key: bytes | None, value: bytes | None, headers: bytes | 
     if headers is None:
         return b"".join((kpart, _ZZ[vlen << 1] if vlen < 8192 else _zz(vlen), value, b"\x00"))
     return b"".join((kpart, _ZZ[vlen << 1] if vlen < 8192 else _zz(vlen), value, headers))
+
+
+def _append_record_py(
+    buf: bytearray, offset_delta: int, timestamp_delta: int, body: bytes, limit: int,
+    factor: float,
+) -> int:
+    """Append one record (length, attributes, deltas, then ``body``) to ``buf``; return the
+    estimated size of all its records: their bytes, times ``factor`` when factor > 0 (their
+    estimated compressed size). When offset_delta > 0 and that would pass ``limit``, append
+    nothing and return -1."""
+    ts = _ZZ[timestamp_delta << 1] if 0 <= timestamp_delta < 8192 else _zz(timestamp_delta)
+    od = _ZZ[offset_delta << 1] if 0 <= offset_delta < 8192 else _zz(offset_delta)
+    size = 1 + len(ts) + len(od) + len(body)
+    prefix = _ZZ[size << 1] if size < 8192 else _zz(size)
+    written = len(buf) + size + len(prefix)
+    estimated = int(written * factor) if factor > 0 else written
+    if offset_delta > 0 and estimated > limit:
+        return -1
+    buf += prefix
+    buf += b"\x00"
+    buf += ts
+    buf += od
+    buf += body
+    return estimated
+
+
+# The C versions (same contracts) when the extension was built.
+if _crecords is None:
+    encode_record_body = _encode_record_body_py
+    _append_record = _append_record_py
+else:
+    encode_record_body = _crecords.encode_record_body
+    _append_record = _crecords.append_record
 
 
 class CompressionRatioEstimator:
@@ -172,7 +207,7 @@ class ProducerBatch:
         self.producer_epoch = -1
         self.base_sequence = NO_SEQUENCE
         self.sequence_reset = False
-        self.max_record_size = 0
+        self.max_record_size = 0  # the longest record body appended
         self.header: bytes | None = None
         self.payload: bytes | bytearray | None = None
         self.compressed_size = 0
@@ -210,32 +245,21 @@ class ProducerBatch:
         if self.closed:
             return None
         count = self.count
-        if count:
-            delta = timestamp - self.base_timestamp
-            ts = _ZZ[delta << 1] if 0 <= delta < 8192 else _zz(delta)
-            od = _ZZ[count << 1] if count < 8192 else _zz(count)
-        else:
+        if not count:
             self.base_timestamp = timestamp
-            ts = od = b"\x00"
-        size = 1 + len(ts) + len(od) + len(body)
-        prefix = _ZZ[size << 1] if size < 8192 else _zz(size)
-        buf = self.buf
-        written = len(buf) + size + len(prefix)
-        estimated = HEADER_SIZE + (int(written * self.estimate_factor) if self.codec else written)
-        if count and estimated > self.write_limit:
+        estimated = _append_record(
+            self.buf, count, timestamp - self.base_timestamp, body,
+            self.write_limit - HEADER_SIZE, self.estimate_factor if self.codec else 0.0,
+        )
+        if estimated < 0:
             self.closed = True
             return None
-        buf += prefix
-        buf += b"\x00"
-        buf += ts
-        buf += od
-        buf += body
-        self.estimated = estimated
+        self.estimated = HEADER_SIZE + estimated
         self.count = count + 1
         if timestamp > self.max_timestamp:
             self.max_timestamp = timestamp
-        if size > self.max_record_size:
-            self.max_record_size = size
+        if len(body) > self.max_record_size:
+            self.max_record_size = len(body)
         future = RecordFuture(self.result, count, timestamp, key_size, value_size)
         if callback is not None:
             # No lock needed: the batch is open, nothing can complete it meanwhile.

@@ -13,8 +13,9 @@ import time
 from collections.abc import Callable
 
 from brook.client.metrics import CumulativeSum, MetricName, Metrics, Rate, Sensor
+from brook.protocol.batch import HEADER_SIZE
 
-from .batch import ProducerBatch
+from .batch import RECORD_OVERHEAD, ProducerBatch
 
 __all__ = ["ProducerMetrics"]
 
@@ -144,7 +145,8 @@ class ProducerMetrics:
             self.queue_time.record(now - batch.created_ms, wall)
             self.compression_rate.record(ratio, wall)
             self.batch_size.record(batch.wire_size(), wall)
-            self.record_size.record(batch.max_record_size, wall)
+            # Java records each batch's largest estimateSizeInBytesUpperBound.
+            self.record_size.record(HEADER_SIZE + RECORD_OVERHEAD + batch.max_record_size, wall)
         self.records_per_request.record(records, wall)
         self.record_sent(node, size, wall)
 

@@ -143,6 +143,9 @@ def test_serializers_and_metrics(bootstrap: str, unique_topic: str) -> None:
     assert metrics["producer-metrics:record-send-total:{client-id=metrics-test}"] == 100
     assert metrics["producer-metrics:record-error-total:{client-id=metrics-test}"] == 0
     assert metrics["producer-metrics:batch-size-avg:{client-id=metrics-test}"] > 61
+    # Java's estimateSizeInBytesUpperBound of the largest record ("key 99" / "value 99"):
+    # batch header 61 + record overhead 21 + key, value and header count with their lengths.
+    assert metrics["producer-metrics:record-size-max:{client-id=metrics-test}"] == 61 + 21 + 17
     assert metrics["producer-metrics:request-latency-avg:{client-id=metrics-test}"] >= 0
     assert metrics["producer-metrics:outgoing-byte-total:{client-id=metrics-test}"] > 100 * 7
     node_keys = [k for k in metrics if k.group == "producer-node-metrics"]

@@ -1,5 +1,6 @@
 """The C record decoder against the pure-Python reference: same records, same errors, on
-valid record data and on every kind of damage."""
+valid record data and on every kind of damage; and the producer's C record encoding against
+its Python reference and the protocol's encoder."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from brook.client.consumer.record import ConsumerRecord
+from brook.client.producer.batch import _append_record_py, _encode_record_body_py, encode_headers
 from brook.protocol import records
 from brook.protocol.batch import CorruptBatch
 from brook.protocol.records import _decode_records_into_py, encode_record
@@ -115,3 +117,61 @@ def test_out_of_range_fields_are_corrupt_in_both(
     data = encode_record(offset_delta, ts_delta, None, b"v")
     kw = dict(base_offset=base_offset, base_timestamp=base_timestamp, min_offset=-(2**63))
     assert decode(crecords, data, 1, **kw) == decode(None, data, 1, **kw) == ([], "CorruptBatch")
+
+
+# -- the producer's side: encode_record_body and append_record ------------------------------
+
+
+@needs_c
+@given(keys, keys, headers)
+def test_record_bodies_match_the_python_encoder(
+    key: bytes | None, value: bytes | None, hdrs: list[tuple[str, bytes | None]]
+) -> None:
+    section = encode_headers(hdrs) if hdrs else None
+    assert crecords.encode_record_body(key, value, section) == _encode_record_body_py(
+        key, value, section
+    )
+
+
+appends = st.lists(
+    st.tuples(keys, keys, headers, st.integers(-(2**40), 2**40)), min_size=1, max_size=20
+)
+
+
+@needs_c
+@given(appends, st.integers(0, 3000), st.sampled_from([0.0, 0.4, 1.05, 2.5]))
+def test_appends_match_the_python_encoder_and_the_protocol(
+    items: list[tuple[Any, ...]], limit: int, factor: float
+) -> None:
+    c_buf, py_buf = bytearray(), bytearray()
+    appended: list[tuple[Any, ...]] = []
+    for key, value, hdrs, ts in items:
+        body = _encode_record_body_py(key, value, encode_headers(hdrs) if hdrs else None)
+        delta = len(appended)
+        got = crecords.append_record(c_buf, delta, ts, body, limit, factor)
+        assert got == _append_record_py(py_buf, delta, ts, body, limit, factor)
+        assert c_buf == py_buf
+        if got < 0:
+            # Refused for the limit: never the first record, and nothing was written.
+            assert delta > 0
+            break
+        appended.append((key, value, hdrs, ts))
+        written = len(c_buf)
+        assert got == (int(written * factor) if factor > 0 else written)
+        assert got <= limit or delta == 0
+    # What was appended is exactly the protocol's records, offset deltas 0, 1, 2, ...
+    assert bytes(c_buf) == encode(appended)
+
+
+@needs_c
+def test_bad_append_arguments_are_type_errors_not_crashes() -> None:
+    with pytest.raises(TypeError):
+        crecords.encode_record_body("key", b"v", None)
+    with pytest.raises(TypeError):
+        crecords.encode_record_body(None, b"v")
+    with pytest.raises(TypeError):
+        crecords.append_record(b"not a bytearray", 0, 0, b"body", 100, 0.0)
+    with pytest.raises(TypeError):
+        crecords.append_record(bytearray(), 0, 0, bytearray(b"body"), 100, 0.0)
+    with pytest.raises(OverflowError):
+        crecords.append_record(bytearray(), 2**64, 0, b"body", 100, 0.0)
