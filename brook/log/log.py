@@ -25,9 +25,15 @@ from brook.protocol.batch import (
     patch_base_offset,
     patch_leader_epoch,
     set_log_append_time,
+    set_max_timestamp,
 )
 from brook.protocol.errors import Errors, KafkaError
-from brook.protocol.records import batch_records
+from brook.protocol.records import (
+    RECORD_BAD_TIMESTAMP,
+    RECORD_NULL_KEY,
+    batch_payload,
+    validate_records,
+)
 
 from .checkpoints import CheckpointError, PartitionMetadataFile, fsync_path
 from .config import LogConfig
@@ -36,6 +42,8 @@ from .loader import LogLoader
 from .producer_state import ProducerStateManager
 from .segment import LogSegment
 from .time_index import NO_TIMESTAMP
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
@@ -178,7 +186,7 @@ class PartitionLog:
 
         Raises KafkaError with Kafka's code for a batch it rejects; nothing is written then.
         """
-        header = self._validate_client_batch(records, now_ms)
+        header, max_timestamp = self._validate_client_batch(records, now_ms)
         config = self.config
         if header.producer_id >= 0:
             duplicate = self.producer_state.check_append(header)
@@ -204,8 +212,12 @@ class PartitionLog:
             head = bytearray(records[:HEADER_SIZE])
             patch_base_offset(head, 0, base)
             patch_leader_epoch(head, 0, leader_epoch)
-            parts = (head, memoryview(records)[HEADER_SIZE:])
-            max_timestamp, append_time = header.max_timestamp, -1
+            body = memoryview(records)[HEADER_SIZE:]
+            if max_timestamp != header.max_timestamp:
+                # As Kafka's validator: the batch carries its records' largest timestamp.
+                set_max_timestamp(head, body, max_timestamp)
+            parts = (head, body)
+            append_time = -1
         last = base + header.last_offset_delta
         segment = self._segments[-1]
         if segment.should_roll(size, max_timestamp, last, now_ms, config):
@@ -224,8 +236,9 @@ class PartitionLog:
             base, last, append_time, self.log_start_offset, header.records_count, False
         )
 
-    def _validate_client_batch(self, records: bytes, now_ms: int) -> BatchHeader:
-        """Kafka's LogValidator checks, on the header alone."""
+    def _validate_client_batch(self, records: bytes, now_ms: int) -> tuple[BatchHeader, int]:
+        """Kafka's LogValidator checks: the header, then every record. Returns the header
+        and the records' largest timestamp."""
         size = len(records)
         if size > 16 and records[16] != MAGIC:
             raise KafkaError(Errors.INVALID_RECORD, f"record batch magic {records[16]} is not 2")
@@ -257,34 +270,52 @@ class PartitionLog:
                 Errors.RECORD_LIST_TOO_LARGE,
                 f"batch of {size} bytes exceeds segment.bytes {config.segment_bytes}",
             )
-        if config.compacted:
-            self._check_keys(records, header)
-        if not config.log_append_time:
-            low = now_ms - config.message_timestamp_before_max_ms
-            high = now_ms + config.message_timestamp_after_max_ms
-            first, largest = header.base_timestamp, header.max_timestamp
-            if not (low <= first <= high or first == NO_TIMESTAMP) or not (
-                low <= largest <= high or largest == NO_TIMESTAMP
-            ):
+        return header, self._check_records(records, header, now_ms)
+
+    def _check_records(self, records: bytes, header: BatchHeader, now_ms: int) -> int:
+        """Every record whole (INVALID_RECORD otherwise), keyed on a compacted topic, and
+        timestamped within message.timestamp.before/after.max.ms under CreateTime
+        (INVALID_TIMESTAMP); returns the records' largest timestamp."""
+        config = self.config
+        if config.log_append_time:
+            if header.log_append_time:
                 raise KafkaError(
                     Errors.INVALID_TIMESTAMP,
-                    f"timestamps {first}..{largest} are out of range [{low}, {high}]",
+                    "Invalid timestamp type in message: the producer should not set the "
+                    "timestamp type to LogAppendTime",
                 )
-        return header
-
-    def _check_keys(self, records: bytes, header: BatchHeader) -> None:
-        """Compaction keeps the last value per key, so a compacted topic takes keyed records
-        only: the one place the produce path decodes records."""
+            low, high = _INT64_MIN, _INT64_MAX
+        else:
+            # The defaults are Long.MAX_VALUE: keep the bounds within int64.
+            low = max(_INT64_MIN, now_ms - config.message_timestamp_before_max_ms)
+            high = min(_INT64_MAX, now_ms + config.message_timestamp_after_max_ms)
+        if header.codec:
+            try:
+                data: bytes | memoryview = batch_payload(records, 0, header)
+            except CorruptBatch as exc:
+                raise KafkaError(Errors.CORRUPT_MESSAGE, str(exc)) from None
+        else:
+            data = memoryview(records)[HEADER_SIZE:]
         try:
-            decoded = batch_records(records, 0, header)
+            flags, max_timestamp = validate_records(
+                data, header.records_count, header.base_timestamp, low, high
+            )
         except CorruptBatch as exc:
-            raise KafkaError(Errors.CORRUPT_MESSAGE, str(exc)) from None
-        if any(record.key is None for record in decoded):
+            raise KafkaError(
+                Errors.INVALID_RECORD, f"Found invalid record structure: {exc}"
+            ) from None
+        if flags & RECORD_NULL_KEY and config.compacted:
             raise KafkaError(
                 Errors.INVALID_RECORD,
                 "Compacted topic cannot accept message without key in topic partition "
                 f"{self.dir.name}.",
             )
+        if flags & RECORD_BAD_TIMESTAMP:
+            raise KafkaError(
+                Errors.INVALID_TIMESTAMP,
+                f"a record's timestamp is out of range: it should be within [{low}, {high}]",
+            )
+        return max_timestamp
 
     def append_as_follower(self, records: bytes) -> AppendResult:
         """Append a leader's batches as they are (offsets, epochs, timestamps), after checking

@@ -389,6 +389,119 @@ record_columns(PyObject *module, PyObject *records)
     return Py_BuildValue("(NNNNN)", key, value, offsets, timestamps, types);
 }
 
+/* Skip a nullable byte string of the varint length at *pos; its length (-1 for null) in
+ * *size. -1 and CorruptBatch when it does not fit before ``end``. */
+static int
+skip_bytes(const unsigned char *data, Py_ssize_t *pos, Py_ssize_t end, int64_t *size)
+{
+    if (read_varint(data, pos, end, size) < 0) {
+        return -1;
+    }
+    if (*size < -1 || *size > end - *pos) {
+        PyErr_SetString(CorruptBatch, "record length does not match its fields");
+        return -1;
+    }
+    if (*size > 0) {
+        *pos += (Py_ssize_t)*size;
+    }
+    return 0;
+}
+
+/* validate_records(data, count, base_timestamp, low, high) -> (flags, max_timestamp): walk a
+ * batch's record data as a broker does before appending a client's batch (see
+ * records.validate_records): CorruptBatch for a malformed record or bytes left after
+ * ``count`` records; else the flags RECORD_NULL_KEY (1) and RECORD_BAD_TIMESTAMP (2, a
+ * timestamp other than -1 outside [low, high]) and the largest timestamp (-1 for none). */
+static PyObject *
+validate_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError,
+                        "validate_records(data, count, base_timestamp, low, high)");
+        return NULL;
+    }
+    Py_ssize_t count = PyLong_AsSsize_t(args[1]);
+    long long base_timestamp = PyLong_AsLongLong(args[2]);
+    long long low = PyLong_AsLongLong(args[3]);
+    long long high = PyLong_AsLongLong(args[4]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    const unsigned char *data = (const unsigned char *)view.buf;
+    Py_ssize_t end = view.len;
+    Py_ssize_t pos = 0;
+    long flags = 0;
+    long long max_timestamp = -1;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int64_t length, ts_delta, offset_delta, key_size, value_size, headers;
+        if (read_varint(data, &pos, end, &length) < 0) {
+            goto fail;
+        }
+        if (length < 6 || length > end - pos) {
+            PyErr_SetString(CorruptBatch, "record runs past its batch");
+            goto fail;
+        }
+        Py_ssize_t record_end = pos + (Py_ssize_t)length;
+        pos += 1; /* attributes */
+        if (read_varint_upto(data, &pos, record_end, &ts_delta, 63) < 0 ||
+            read_varint(data, &pos, record_end, &offset_delta) < 0 ||
+            skip_bytes(data, &pos, record_end, &key_size) < 0 ||
+            skip_bytes(data, &pos, record_end, &value_size) < 0 ||
+            read_varint(data, &pos, record_end, &headers) < 0) {
+            goto fail;
+        }
+        if (headers < 0) {
+            PyErr_SetString(CorruptBatch, "negative header count");
+            goto fail;
+        }
+        for (int64_t h = 0; h < headers; h++) {
+            int64_t hkey, hvalue;
+            if (skip_bytes(data, &pos, record_end, &hkey) < 0) {
+                goto fail;
+            }
+            if (hkey < 0) {
+                PyErr_SetString(CorruptBatch, "null header key");
+                goto fail;
+            }
+            if (skip_bytes(data, &pos, record_end, &hvalue) < 0) {
+                goto fail;
+            }
+        }
+        if (pos != record_end) {
+            PyErr_SetString(CorruptBatch, "record length does not match its fields");
+            goto fail;
+        }
+        long long timestamp;
+        if (__builtin_add_overflow(base_timestamp, (long long)ts_delta, &timestamp)) {
+            PyErr_SetString(CorruptBatch, "timestamp out of range");
+            goto fail;
+        }
+        if (key_size < 0) {
+            flags |= 1;
+        }
+        if (timestamp != -1 && (timestamp < low || timestamp > high)) {
+            flags |= 2;
+        }
+        if (timestamp > max_timestamp) {
+            max_timestamp = timestamp;
+        }
+    }
+    if (pos != end) {
+        PyErr_SetString(CorruptBatch, "records still remaining after the batch's record count");
+        goto fail;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(lL)", flags, max_timestamp);
+fail:
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
 /* ---- the producer's side: encoding one record ------------------------------------------ */
 
 static Py_ssize_t
@@ -543,6 +656,8 @@ static PyMethodDef methods[] = {
      "Append the records of one batch's record data to a list (see records.py)."},
     {"record_columns", (PyCFunction)record_columns, METH_O,
      "Arrow-ready column buffers of a list of consumer record tuples."},
+    {"validate_records", (PyCFunction)(void (*)(void))validate_records, METH_FASTCALL,
+     "Check a batch's records before a broker appends it (see records.py)."},
     {"encode_record_body", (PyCFunction)(void (*)(void))encode_record_body, METH_FASTCALL,
      "A record's key, value and header section, encoded (see producer/batch.py)."},
     {"append_record", (PyCFunction)(void (*)(void))append_record, METH_FASTCALL,

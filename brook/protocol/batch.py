@@ -159,6 +159,13 @@ def patch_leader_epoch(buf: bytearray | memoryview, pos: int, epoch: int) -> Non
     _INT32.pack_into(buf, pos + 12, epoch)
 
 
+def set_max_timestamp(head: bytearray, body: bytes | memoryview, max_timestamp: int) -> None:
+    """Set maxTimestamp in a batch's 61-byte ``head`` (its records follow in ``body``) and
+    redo the CRC."""
+    _INT64.pack_into(head, 35, max_timestamp)
+    _UINT32.pack_into(head, 17, crc32c(body, crc32c(memoryview(head)[21:HEADER_SIZE])))
+
+
 def set_log_append_time(buf: bytearray | memoryview, pos: int, now_ms: int) -> None:
     """Stamp LogAppendTime: set the timestamp-type bit and maxTimestamp, then redo the CRC."""
     size = _INT32.unpack_from(buf, pos + 8)[0] + LOG_OVERHEAD

@@ -453,6 +453,79 @@ def decode_records_into(
         )
 
 
+# validate_records flags.
+RECORD_NULL_KEY = 1
+RECORD_BAD_TIMESTAMP = 2
+
+
+def _skip_bytes(data: Any, pos: int, end: int) -> tuple[int, int]:
+    size, pos = _varint(data, pos, 28)
+    if size < -1 or size > end - pos:
+        raise CorruptBatch("record length does not match its fields")
+    return size, pos + max(size, 0)
+
+
+def _validate_records_py(
+    data: Any, count: int, base_timestamp: int, low: int, high: int
+) -> tuple[int, int]:
+    """The reference for :func:`validate_records`."""
+    flags = 0
+    max_timestamp = -1
+    pos = 0
+    end = len(data)
+    try:
+        for _ in range(count):
+            length, pos = _varint(data, pos, 28)
+            record_end = pos + length
+            if length < 6 or record_end > end:
+                raise CorruptBatch("record runs past its batch")
+            pos += 1  # attributes
+            ts_delta, pos = _varint(data, pos)
+            _, pos = _varint(data, pos, 28)  # offset delta
+            key_size, pos = _skip_bytes(data, pos, record_end)
+            _, pos = _skip_bytes(data, pos, record_end)
+            headers, pos = _varint(data, pos, 28)
+            if headers < 0:
+                raise CorruptBatch("negative header count")
+            for _ in range(headers):
+                hkey, pos = _skip_bytes(data, pos, record_end)
+                if hkey < 0:
+                    raise CorruptBatch("null header key")
+                _, pos = _skip_bytes(data, pos, record_end)
+            if pos != record_end:
+                raise CorruptBatch("record length does not match its fields")
+            timestamp = base_timestamp + ts_delta
+            if not _INT64_MIN <= timestamp <= _INT64_MAX:
+                raise CorruptBatch("timestamp out of range")
+            if key_size < 0:
+                flags |= RECORD_NULL_KEY
+            if timestamp != -1 and not low <= timestamp <= high:
+                flags |= RECORD_BAD_TIMESTAMP
+            if timestamp > max_timestamp:
+                max_timestamp = timestamp
+    except IndexError:
+        raise CorruptBatch("record runs past its batch") from None
+    if pos != end:
+        raise CorruptBatch("records still remaining after the batch's record count")
+    return flags, max_timestamp
+
+
+def validate_records(
+    data: bytes | memoryview, count: int, base_timestamp: int, low: int, high: int
+) -> tuple[int, int]:
+    """Walk a batch's (decompressed) record data as Kafka's broker does before it appends a
+    client's batch: every record whole and exactly as long as its length says, no bytes left
+    after ``count`` records (CorruptBatch otherwise).
+
+    Returns ``(flags, max_timestamp)``: RECORD_NULL_KEY when a record has a null key,
+    RECORD_BAD_TIMESTAMP when a timestamp (other than -1) lies outside [low, high]; and the
+    largest record timestamp (-1 for none). In C when the extension was built, else
+    :func:`_validate_records_py`."""
+    if _crecords is None:
+        return _validate_records_py(data, count, base_timestamp, low, high)
+    return _crecords.validate_records(data, count, base_timestamp, low, high)  # type: ignore[no-any-return]
+
+
 def batch_payload(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> bytes:
     """The record data of the batch at ``pos``, decompressed; CorruptBatch if it cannot be."""
     raw = memoryview(buf)[pos + HEADER_SIZE : pos + LOG_OVERHEAD + header.batch_length]

@@ -19,7 +19,7 @@ from rawclient import RawClient, create_topic, fetch, produce
 from support import BrookProcess
 
 from brook.protocol.errors import Errors
-from brook.protocol.records import build_simple_batch, iter_records
+from brook.protocol.records import build_batch, build_simple_batch, encode_record, iter_records
 
 KEPT = [b"safe-1", b"safe-2"]
 
@@ -104,6 +104,10 @@ def test_record_errors_per_partition(broker: Broker) -> None:
     magic1[16] = 1
     assert code(bytes(magic1)) == Errors.INVALID_RECORD
     assert code(good + good) == Errors.INVALID_RECORD  # one batch per partition
+    now = int(time.time() * 1000)
+    two_in_one = build_batch([encode_record(0, 0, None, b"a") + encode_record(1, 0, None, b"b")],
+                             base_timestamp=now, max_timestamp=now)
+    assert code(two_in_one) == Errors.INVALID_RECORD  # CRC right, one record more than counted
     assert code(build_simple_batch([b"x" * 6000])) == Errors.MESSAGE_TOO_LARGE  # topic limit
     assert code(build_simple_batch([b"x" * 25000]), topic="keep") == Errors.MESSAGE_TOO_LARGE
     assert code(build_simple_batch([b"z"], codec=4), version=5) == \

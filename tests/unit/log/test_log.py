@@ -147,6 +147,77 @@ def test_create_time_bounds(open_log: OpenLog, make_config: MakeConfig) -> None:
     assert plog.log_end_offset == 4
 
 
+def _record_with_extra_byte() -> bytes:
+    record = encode_record(1, 0, None, b"v")
+    length = record[0] >> 1  # a one-byte zigzag varint
+    return bytes([(length + 1) << 1]) + record[1:] + b"\x00"
+
+
+def _record_with_null_header_key() -> bytes:
+    # attributes, deltas, null key, 1-byte value, one header whose key length is -1
+    body = b"\x00\x00\x02\x01\x02v\x02\x01\x00"
+    return bytes([len(body) << 1]) + body
+
+
+@pytest.mark.parametrize("codec", [0, 3])
+@pytest.mark.parametrize(
+    "records",
+    [
+        pytest.param([encode_record(0, 0, None, b"v"), _record_with_extra_byte()], id="longer"),
+        pytest.param([encode_record(0, 0, None, b"v"), _record_with_null_header_key()],
+                     id="null-header-key"),
+        pytest.param([encode_record(0, 0, None, b"v") + encode_record(1, 0, None, b"w")],
+                     id="more-records-than-counted"),
+        pytest.param([encode_record(0, 0, None, b"v"), b""], id="fewer-records-than-counted"),
+        pytest.param([encode_record(0, 0, None, b"v")[:-1] + b"\x05"], id="bad-header-count"),
+    ],
+)
+def test_malformed_records_in_a_well_formed_batch(
+    open_log: OpenLog, codec: int, records: list[bytes]
+) -> None:
+    # The header and its CRC are right; Kafka's validator still reads every record.
+    plog = open_log()
+    bad = build_batch(records, base_timestamp=NOW, max_timestamp=NOW, codec=codec)
+    assert _code(plog.append_as_leader, bad, 0, NOW) == Errors.INVALID_RECORD
+    assert plog.log_end_offset == 0 and plog.size_in_bytes() == 0
+    good = build_batch([encode_record(0, 0, None, b"v")], base_timestamp=NOW,
+                       max_timestamp=NOW, codec=codec)
+    assert plog.append_as_leader(good, 0, NOW).first_offset == 0
+
+
+def test_every_record_timestamp_is_checked(open_log: OpenLog, make_config: MakeConfig) -> None:
+    plog = open_log(config=make_config(message_timestamp_before_max_ms=1000))
+    # The first and the largest timestamps are within bounds; the middle record's is not.
+    records = [encode_record(0, 0, None, b"a"), encode_record(1, -5000, None, b"b"),
+               encode_record(2, 10, None, b"c")]
+    batch = build_batch(records, base_timestamp=NOW, max_timestamp=NOW + 10)
+    assert _code(plog.append_as_leader, batch, 0, NOW) == Errors.INVALID_TIMESTAMP
+    # A timestamp of -1 (none) is not checked.
+    none = build_batch([encode_record(0, 0, None, b"a")], base_timestamp=-1, max_timestamp=-1)
+    assert plog.append_as_leader(none, 0, NOW).first_offset == 0
+
+
+def test_the_batch_carries_its_records_largest_timestamp(open_log: OpenLog) -> None:
+    plog = open_log()
+    records = [encode_record(0, 0, None, b"a"), encode_record(1, 7, None, b"b")]
+    wrong = build_batch(records, base_timestamp=NOW, max_timestamp=NOW + 999)
+    plog.append_as_leader(wrong, 0, NOW)
+    data = plog.read(0, 1 << 20).records
+    assert read_header(data).max_timestamp == NOW + 7
+    assert [r.timestamp for _, r in iter_records(data)] == [NOW, NOW + 7]  # CRC verified
+    assert plog.max_timestamp_offset() == (1, NOW + 7, 0)
+
+
+def test_clients_may_not_stamp_log_append_time(
+    open_log: OpenLog, make_config: MakeConfig
+) -> None:
+    plog = open_log(config=make_config(message_timestamp_type="LogAppendTime"))
+    stamped = build_batch([encode_record(0, 0, None, b"a")], base_timestamp=NOW,
+                          max_timestamp=NOW, log_append_time=True)
+    assert _code(plog.append_as_leader, stamped, 0, NOW) == Errors.INVALID_TIMESTAMP
+    assert plog.log_end_offset == 0
+
+
 def test_idempotent_producer(open_log: OpenLog) -> None:
     plog = open_log()
     pid = 77

@@ -1,6 +1,6 @@
-"""The C record decoder against the pure-Python reference: same records, same errors, on
-valid record data and on every kind of damage; and the producer's C record encoding against
-its Python reference and the protocol's encoder."""
+"""The C record decoder and the broker's record validation against their pure-Python
+references: same results, same errors, on valid record data and on every kind of damage; and
+the producer's C record encoding against its Python reference and the protocol's encoder."""
 
 from __future__ import annotations
 
@@ -78,16 +78,20 @@ def test_same_records_on_valid_data(
     assert [r.offset for r in c[0]] == [1000 + i for i in range(skip, len(items))]
 
 
-@needs_c
-@settings(max_examples=500, deadline=None)
-@given(record_lists, st.data())
-def test_same_outcome_on_damaged_data(items: list[tuple[Any, ...]], data: st.DataObject) -> None:
+def damage(items: list[tuple[Any, ...]], data: st.DataObject) -> bytes:
+    """The records of ``items``, encoded, with a few bytes changed and the tail cut off."""
     body = bytearray(encode(items))
     for _ in range(data.draw(st.integers(1, 3))):
         at = data.draw(st.integers(0, len(body) - 1))
         body[at] = data.draw(st.integers(0, 255))
-    cut = data.draw(st.integers(0, len(body)))
-    damaged = bytes(body[:cut])
+    return bytes(body[: data.draw(st.integers(0, len(body)))])
+
+
+@needs_c
+@settings(max_examples=500, deadline=None)
+@given(record_lists, st.data())
+def test_same_outcome_on_damaged_data(items: list[tuple[Any, ...]], data: st.DataObject) -> None:
+    damaged = damage(items, data)
     assert decode(crecords, damaged, len(items)) == decode(None, damaged, len(items))
 
 
@@ -117,6 +121,56 @@ def test_out_of_range_fields_are_corrupt_in_both(
     data = encode_record(offset_delta, ts_delta, None, b"v")
     kw = dict(base_offset=base_offset, base_timestamp=base_timestamp, min_offset=-(2**63))
     assert decode(crecords, data, 1, **kw) == decode(None, data, 1, **kw) == ([], "CorruptBatch")
+
+
+# -- the broker's side: validate_records ------------------------------------------------
+
+
+def validate(impl: Any, data: bytes, count: int, low: int, high: int) -> Any:
+    """validate_records' result, or "CorruptBatch"."""
+    try:
+        if impl is None:
+            return records._validate_records_py(data, count, 1_700_000_000_000, low, high)
+        return impl.validate_records(data, count, 1_700_000_000_000, low, high)
+    except CorruptBatch:
+        return "CorruptBatch"
+
+
+bounds = st.tuples(st.integers(-(2**41), 2**41), st.integers(0, 2**42)).map(
+    lambda b: (1_700_000_000_000 + b[0], 1_700_000_000_000 + b[0] + b[1])
+)
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(record_lists, bounds)
+def test_validation_agrees_on_valid_data(items: list[tuple[Any, ...]], lh: tuple[int, int]) -> None:
+    data = encode(items)
+    low, high = lh
+    flags, largest = validate(crecords, data, len(items), low, high)
+    assert (flags, largest) == validate(None, data, len(items), low, high)
+    stamps = [1_700_000_000_000 + ts for _, _, _, ts in items]
+    assert largest == max([-1, *stamps])
+    assert bool(flags & records.RECORD_NULL_KEY) == any(key is None for key, *_ in items)
+    assert bool(flags & records.RECORD_BAD_TIMESTAMP) == any(
+        t != -1 and not low <= t <= high for t in stamps
+    )
+    # One record fewer or more than the data holds is malformed.
+    assert validate(crecords, data, len(items) - 1, low, high) == "CorruptBatch"
+    assert validate(crecords, data, len(items) + 1, low, high) == "CorruptBatch"
+
+
+@needs_c
+@settings(max_examples=500, deadline=None)
+@given(record_lists, st.data())
+def test_validation_agrees_on_damaged_data(
+    items: list[tuple[Any, ...]], data: st.DataObject
+) -> None:
+    damaged = damage(items, data)
+    count = len(items)
+    assert validate(crecords, damaged, count, 0, 2**62) == validate(None, damaged, count, 0, 2**62)
+    view = memoryview(damaged)
+    assert validate(crecords, view, count, 0, 2**62) == validate(None, view, count, 0, 2**62)
 
 
 # -- the producer's side: encode_record_body and append_record ------------------------------
