@@ -184,6 +184,7 @@ class RecordAccumulator:
                 info = None
                 effective = partition
             dq = state.deques.get(effective) or self._deque(state, effective)
+            filled = None
             with dq.lock:
                 if self.closed:
                     self.pool.deallocate(reserved)
@@ -214,11 +215,16 @@ class RecordAccumulator:
                                 )
                         if reserved:
                             self.pool.deallocate(reserved)
-                        if full:
-                            # This append filled the batch: it is ready to go.
-                            self.wakeup()
-                            _yield_gil()
-                        return future
+                        if not full:
+                            return future
+                        filled = future
+            if filled is not None:
+                # This append filled the batch: it is ready to go. The sender is woken and
+                # given the interpreter lock once the deque's lock is free: yielding while
+                # holding it would stall the sender's drain on it.
+                self.wakeup()
+                _yield_gil()
+                return filled
             if abort_on_new_batch:
                 if reserved:
                     self.pool.deallocate(reserved)
