@@ -197,3 +197,22 @@ def test_invalid_topics_and_configs(broker: Broker) -> None:
     assert code == Errors.INVALID_CONFIG and "segment.bytes" in (message or "")
     assert alter("no.such.config", "1")[0] == Errors.INVALID_CONFIG
     assert alter("retention.ms", "60000") == (0, None)
+
+
+def test_unknown_tagged_fields_are_skipped_as_kafka_does(broker: Broker) -> None:
+    # A newer client may send tags this version's schema does not know: Kafka skips them.
+    def tags(tag: int, value: bytes) -> bytes:
+        return bytes([1, tag, len(value)]) + value
+
+    c = broker.bystander
+    create_topic(c, "tags")
+    records = build_simple_batch([b"tagged"])
+    partition = struct.pack(">i", 0) + bytes([len(records) + 1]) + records + tags(5, b"p")
+    topic = b"\x05tags" + b"\x02" + partition + tags(6, b"t")
+    body = b"\x00" + struct.pack(">hi", 1, 5000) + b"\x02" + topic + tags(100, b"top")
+    resp = c.request(0, 9, body)
+    assert resp.responses[0].partition_responses[0].error_code == 0
+    metadata = c.request(3, 12, b"\x00\x01\x00" + tags(64, b"future"))  # all topics
+    assert {"keep", "tags"} <= {t.name for t in metadata.topics}
+    part = fetch(c, "tags", 0, 0).responses[0].partitions[0]
+    assert [r.value for _, r in iter_records(part.records)] == [b"tagged"]
