@@ -30,7 +30,6 @@ from brook.protocol.framing import (
     response_header,
 )
 from brook.protocol.primitives import INT16, INT32
-from brook.protocol.unknown_tags import UNKNOWN_TAG_ERROR, strip_unknown_tags
 
 from .registry import HANDLERS, RequestContext, Response
 
@@ -41,19 +40,6 @@ log = logging.getLogger(__name__)
 
 _MAX_QUEUED_FRAMES = 64
 
-
-
-def _decode_body(cls: Any, frame: bytes | bytearray, offset: int) -> Any:
-    """The request body decoded by kio; tagged fields its schema does not know are dropped
-    first, as Kafka skips them."""
-    # kio reads only immutable buffers; a read-only view avoids copying big frames.
-    view = memoryview(frame).toreadonly()
-    try:
-        return decode_kio(cls, view, offset)
-    except KeyError as exc:
-        if UNKNOWN_TAG_ERROR not in str(exc):
-            raise
-    return decode_kio(cls, strip_unknown_tags(cls, view, offset))
 
 class Connection(asyncio.BufferedProtocol):
     def __init__(self, broker: Broker, listener: str, server: SocketServer) -> None:
@@ -177,7 +163,8 @@ class Connection(asyncio.BufferedProtocol):
             request: Any = (
                 memoryview(frame)[header.body_offset :]
                 if spec.raw
-                else _decode_body(cls, frame, header.body_offset)
+                # kio reads only immutable buffers; a read-only view avoids copying big frames
+                else decode_kio(cls, memoryview(frame).toreadonly(), header.body_offset)
             )
         except Exception as exc:
             self.close(f"malformed {api_name(api_key)} v{version} request: {exc!r}")

@@ -15,6 +15,7 @@ from kio.serial import entity_reader, entity_writer
 
 from .api import ApiKey, is_flexible
 from .primitives import INT16, INT32, legacy_string, skip_tagged_fields
+from .unknown_tags import UNKNOWN_TAG_ERROR, strip_unknown_tags
 
 HEADER_PREFIX = 8  # api_key int16, api_version int16, correlation_id int32
 
@@ -79,7 +80,14 @@ def encode_kio(entity: Any) -> bytes:
 
 
 def decode_kio(cls: Any, data: bytes | memoryview, offset: int = 0) -> Any:
-    value, _size = entity_reader(cls)(data, offset)
+    """``cls`` read from ``data[offset:]``; tagged fields its schema does not know are
+    skipped, as Kafka skips them (kio refuses them: see unknown_tags.py)."""
+    try:
+        value, _size = entity_reader(cls)(data, offset)
+    except KeyError as exc:
+        if UNKNOWN_TAG_ERROR not in str(exc):
+            raise
+        value, _size = entity_reader(cls)(strip_unknown_tags(cls, data, offset), 0)
     return value
 
 
