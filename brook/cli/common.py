@@ -50,7 +50,31 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Nam
     if not argv:
         parser.print_help(sys.stderr)
         raise SystemExit(1)
-    return parser.parse_args(argv)
+    return parser.parse_args(_join_dash_values(parser, argv))
+
+
+def _join_dash_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``--opt -value`` as ``--opt=-value`` for options that take one value: argparse reads
+    a value starting with a dash as an option, and Kafka's topic ids (URL-safe base64) may
+    start with one. A value that is itself one of the parser's options is left alone."""
+    options = {o for action in parser._actions for o in action.option_strings}
+    one_value = {
+        o for action in parser._actions if action.nargs is None for o in action.option_strings
+    }
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        following = argv[i + 1] if i + 1 < len(argv) else None
+        if arg in one_value and following is not None and following.startswith("-") and (
+            following not in options
+        ):
+            out.append(f"{arg}={following}")
+            i += 2
+        else:
+            out.append(arg)
+            i += 1
+    return out
 
 
 def add_connection_args(parser: argparse.ArgumentParser, config_help: str) -> None:

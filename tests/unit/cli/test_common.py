@@ -1,4 +1,5 @@
-"""The pieces the tools share: Kafka's include-list filter, topic-id text, key=value pairs."""
+"""The pieces the tools share: Kafka's include-list filter, topic-id text, key=value pairs,
+argument parsing."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from brook.cli.common import (
     client_properties,
     include_list,
     kafka_uuid,
+    parse_args,
     parse_key_values,
 )
+from brook.cli.topics import build_parser as build_topics_parser
 
 
 def test_include_list_matches_whole_names() -> None:
@@ -48,3 +51,14 @@ def test_key_values_and_precedence(tmp_path) -> None:
         client_properties("cli:2", str(tmp_path / "missing.properties"))
     with pytest.raises(CommandError, match="--bootstrap-server must be specified"):
         client_properties(None, None)
+
+
+def test_option_values_may_start_with_a_dash() -> None:
+    # Kafka topic ids are URL-safe base64: about one in 32 starts with "-".
+    parser = build_topics_parser()
+    args = parse_args(parser, ["--describe", "--topic-id", "-Wd8Fkq3RmGjFJ1tT0bJ0A"])
+    assert args.topic_id == "-Wd8Fkq3RmGjFJ1tT0bJ0A" and args.describe
+    args = parse_args(parser, ["--alter", "--topic", "t", "--config", "-x=1"])
+    assert args.config == ["-x=1"]
+    with pytest.raises(SystemExit):  # an option is not taken as the missing value
+        parse_args(parser, ["--describe", "--topic-id", "--list"])
