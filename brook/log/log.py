@@ -27,13 +27,9 @@ from brook.protocol.batch import (
     set_log_append_time,
     set_max_timestamp,
 )
+from brook.protocol.compression import CompressionError, decompress_bounded
 from brook.protocol.errors import Errors, KafkaError
-from brook.protocol.records import (
-    RECORD_BAD_TIMESTAMP,
-    RECORD_NULL_KEY,
-    batch_payload,
-    validate_records,
-)
+from brook.protocol.records import RECORD_BAD_TIMESTAMP, RECORD_NULL_KEY, validate_records
 
 from .checkpoints import CheckpointError, PartitionMetadataFile, fsync_path
 from .config import LogConfig
@@ -44,6 +40,13 @@ from .segment import LogSegment
 from .time_index import NO_TIMESTAMP
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+# A compressed batch's records are checked when they decompress to at most this much (Kafka
+# streams them; holding more for the check would let a small batch exhaust memory).
+_MAX_CHECKED_PAYLOAD = 64 << 20
+
+
+def _timestamp_range(low: int, high: int) -> str:
+    return f"a record's timestamp is out of range: it should be within [{low}, {high}]"
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
@@ -289,13 +292,19 @@ class PartitionLog:
             # The defaults are Long.MAX_VALUE: keep the bounds within int64.
             low = max(_INT64_MIN, now_ms - config.message_timestamp_before_max_ms)
             high = min(_INT64_MAX, now_ms + config.message_timestamp_after_max_ms)
+        data: bytes | memoryview | None = memoryview(records)[HEADER_SIZE:]
         if header.codec:
             try:
-                data: bytes | memoryview = batch_payload(records, 0, header)
-            except CorruptBatch as exc:
+                data = decompress_bounded(header.codec, data, _MAX_CHECKED_PAYLOAD)
+            except CompressionError as exc:
                 raise KafkaError(Errors.CORRUPT_MESSAGE, str(exc)) from None
-        else:
-            data = memoryview(records)[HEADER_SIZE:]
+            if data is None:
+                # Too big once decompressed to hold for the check: stored as sent, with the
+                # batch's own first and largest timestamps checked instead.
+                for stamp in (header.base_timestamp, header.max_timestamp):
+                    if stamp != NO_TIMESTAMP and not low <= stamp <= high:
+                        raise KafkaError(Errors.INVALID_TIMESTAMP, _timestamp_range(low, high))
+                return header.max_timestamp
         try:
             flags, max_timestamp = validate_records(
                 data, header.records_count, header.base_timestamp, low, high
@@ -311,10 +320,7 @@ class PartitionLog:
                 f"{self.dir.name}.",
             )
         if flags & RECORD_BAD_TIMESTAMP:
-            raise KafkaError(
-                Errors.INVALID_TIMESTAMP,
-                f"a record's timestamp is out of range: it should be within [{low}, {high}]",
-            )
+            raise KafkaError(Errors.INVALID_TIMESTAMP, _timestamp_range(low, high))
         return max_timestamp
 
     def append_as_follower(self, records: bytes) -> AppendResult:

@@ -173,3 +173,69 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
             f"cannot decompress {Codec(codec).name.lower()} data: {exc}"
         ) from None
     raise CompressionError(f"unknown compression codec {codec}")
+
+
+# ---------------------------------------------------------------- bounded decompression
+_FIRST_OUTPUT = 64 * 1024
+_STREAMED = {Codec.GZIP: cramjam.gzip, Codec.LZ4: cramjam.lz4, Codec.ZSTD: cramjam.zstd}
+_OUTPUT_FULL = "failed to write whole buffer"  # cramjam's error when the output is too small
+
+
+# Snappy's densest element, a 64-byte copy, takes 3 bytes: no block expands more than this.
+_SNAPPY_MAX_RATIO = 32
+
+
+def _snappy_block_length(block: bytes | memoryview) -> int:
+    length = int(cramjam.snappy.decompress_raw_len(block))
+    if length > _SNAPPY_MAX_RATIO * len(block) + 64:
+        raise CompressionError(f"snappy block of {len(block)} bytes declares {length}")
+    return length
+
+
+def _snappy_length(data: bytes) -> int:
+    """The decompressed size of raw or xerial-framed snappy, from its length headers."""
+    if not data.startswith(_XERIAL_MAGIC):
+        return _snappy_block_length(data)
+    total = 0
+    pos = len(_XERIAL_HEADER)
+    view = memoryview(data)
+    while pos + 4 <= len(data):
+        (size,) = _BE32.unpack_from(data, pos)
+        pos += 4
+        if size < 0 or pos + size > len(data):
+            raise CompressionError("truncated xerial snappy block")
+        total += _snappy_block_length(view[pos : pos + size])
+        pos += size
+    return total
+
+
+def decompress_bounded(codec: int, data: bytes | memoryview, limit: int) -> bytes | None:
+    """As :func:`decompress`, but None when the data would decompress to more than ``limit``
+    bytes, found without ever holding much more than ``limit`` bytes: a guard against a small
+    batch that expands enormously (zstd reaches ratios in the tens of thousands)."""
+    module = _STREAMED.get(codec)  # type: ignore[call-overload]
+    try:
+        if module is None:
+            if codec == Codec.SNAPPY and _snappy_length(bytes(data)) > limit:
+                return None
+            out = decompress(codec, data)
+            return out if len(out) <= limit else None
+        size = min(limit, max(_FIRST_OUTPUT, 4 * len(data)))
+        while True:
+            buf = bytearray(size + 1)  # one byte over: a full buffer means "more than size"
+            try:
+                written = int(module.decompress_into(data, buf))
+            except cramjam.DecompressionError as exc:
+                if _OUTPUT_FULL not in str(exc):
+                    raise
+                written = len(buf)
+            if written <= size:
+                return bytes(memoryview(buf)[:written])
+            if size >= limit:
+                return None
+            size = min(limit, size * 8)
+    except cramjam.DecompressionError as exc:
+        raise CompressionError(
+            f"cannot decompress {Codec(codec).name.lower()} data: {exc}"
+        ) from None
+

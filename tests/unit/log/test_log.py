@@ -602,3 +602,23 @@ def test_delete_removes_the_directory(open_log: OpenLog, tmp_path: Path) -> None
     plog.append_as_leader(_batch(2), 0, NOW)
     plog.delete()
     assert not (tmp_path / "topic-0").exists()
+
+
+def test_compressed_batches_too_big_to_check_are_stored_as_sent(
+    open_log: OpenLog, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import brook.log.log as log_module
+
+    monkeypatch.setattr(log_module, "_MAX_CHECKED_PAYLOAD", 1000)
+    plog = open_log(config=make_config(message_timestamp_before_max_ms=1000))
+    big = build_batch([encode_record(i, 0, None, bytes(100)) for i in range(20)],
+                      base_timestamp=NOW, max_timestamp=NOW, codec=4)
+    assert plog.append_as_leader(big, 0, NOW).records_count == 20
+    # Its header's timestamps are still checked.
+    old = build_batch([encode_record(i, 0, None, bytes(100)) for i in range(20)],
+                      base_timestamp=NOW - 5000, max_timestamp=NOW - 5000, codec=4)
+    assert _code(plog.append_as_leader, old, 0, NOW) == Errors.INVALID_TIMESTAMP
+    # Below the limit, the records themselves are checked.
+    small = build_batch([encode_record(0, 0, None, b"v"), b""], base_timestamp=NOW,
+                        max_timestamp=NOW, codec=4)
+    assert _code(plog.append_as_leader, small, 0, NOW) == Errors.INVALID_RECORD

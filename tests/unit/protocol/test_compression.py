@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import os
+import struct
 
 import cramjam
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brook.protocol.compression import Codec, CompressionError, _xxh32, compress, decompress
+from brook.protocol.compression import (
+    Codec,
+    CompressionError,
+    _xxh32,
+    compress,
+    decompress,
+    decompress_bounded,
+)
 
 
 @given(st.sampled_from(list(Codec)), st.binary(max_size=300_000))
@@ -41,3 +49,32 @@ def test_xxh32_reference_values() -> None:
 def test_garbage_raises_a_compression_error() -> None:
     with pytest.raises(CompressionError):
         decompress(Codec.GZIP, b"not gzip at all")
+
+
+@given(st.sampled_from(list(Codec)), st.binary(max_size=200_000), st.integers(0, 300_000))
+def test_bounded_decompression_agrees_within_its_limit(
+    codec: Codec, data: bytes, limit: int
+) -> None:
+    got = decompress_bounded(codec, compress(codec, data), limit)
+    assert got == (data if len(data) <= limit else None)
+
+
+@pytest.mark.parametrize("codec", [Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD])
+def test_a_small_batch_that_expands_enormously_is_not_held(codec: Codec) -> None:
+    bomb = compress(codec, bytes(50_000_000))
+    assert len(bomb) < 3_000_000
+    assert decompress_bounded(codec, bomb, 1 << 20) is None
+    raw_snappy = bytes(cramjam.snappy.compress_raw(bytes(5_000_000)))
+    assert decompress_bounded(Codec.SNAPPY, raw_snappy, 1 << 20) is None
+    assert decompress_bounded(Codec.SNAPPY, raw_snappy, 5_000_000) == bytes(5_000_000)
+
+
+@pytest.mark.parametrize("codec", [Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD])
+def test_bounded_decompression_of_garbage_is_an_error(codec: Codec) -> None:
+    garbage = b"\xff\xff\xff\xff\x0fgarbage, not compressed data"
+    if codec == Codec.SNAPPY:  # one xerial block that is not snappy
+        garbage = b"\x82SNAPPY\x00" + struct.pack(">iii", 1, 1, len(garbage)) + garbage
+    with pytest.raises(CompressionError):
+        decompress(codec, garbage)
+    with pytest.raises(CompressionError):
+        decompress_bounded(codec, garbage, 1 << 20)
