@@ -194,8 +194,9 @@ class ProducerBatch:
         self.last_attempt_ms = created_ms
         self.write_limit = write_limit
         self.codec = codec
-        # Java's estimatedBytesWritten: uncompressed bytes x estimated ratio x 1.05.
-        self.estimate_factor = ratio_estimate * COMPRESSION_RATE_ESTIMATION_FACTOR if codec else 1.0
+        # Java's estimatedBytesWritten: uncompressed bytes x estimated ratio x 1.05; 0.0 for
+        # an uncompressed batch, whose bytes count as they are.
+        self.estimate_factor = ratio_estimate * COMPRESSION_RATE_ESTIMATION_FACTOR if codec else 0.0
         self.alloc_size = alloc_size
         self.estimated = HEADER_SIZE
         self.closed = False
@@ -249,7 +250,7 @@ class ProducerBatch:
             self.base_timestamp = timestamp
         estimated = _append_record(
             self.buf, count, timestamp - self.base_timestamp, body,
-            self.write_limit - HEADER_SIZE, self.estimate_factor if self.codec else 0.0,
+            self.write_limit - HEADER_SIZE, self.estimate_factor,
         )
         if estimated < 0:
             self.closed = True
