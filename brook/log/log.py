@@ -29,6 +29,7 @@ from brook.protocol.batch import (
 )
 from brook.protocol.compression import CompressionError, decompress_bounded
 from brook.protocol.errors import Errors, KafkaError
+from brook.protocol.primitives import INT64_MAX, INT64_MIN
 from brook.protocol.records import RECORD_BAD_TIMESTAMP, RECORD_NULL_KEY, validate_records
 
 from .checkpoints import CheckpointError, PartitionMetadataFile, fsync_path
@@ -39,7 +40,6 @@ from .producer_state import ProducerStateManager
 from .segment import LogSegment
 from .time_index import NO_TIMESTAMP
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 # A compressed batch's records are checked when they decompress to at most this much (Kafka
 # streams them; holding more for the check would let a small batch exhaust memory).
 _MAX_CHECKED_PAYLOAD = 64 << 20
@@ -287,11 +287,11 @@ class PartitionLog:
                     "Invalid timestamp type in message: the producer should not set the "
                     "timestamp type to LogAppendTime",
                 )
-            low, high = _INT64_MIN, _INT64_MAX
+            low, high = INT64_MIN, INT64_MAX
         else:
             # The defaults are Long.MAX_VALUE: keep the bounds within int64.
-            low = max(_INT64_MIN, now_ms - config.message_timestamp_before_max_ms)
-            high = min(_INT64_MAX, now_ms + config.message_timestamp_after_max_ms)
+            low = max(INT64_MIN, now_ms - config.message_timestamp_before_max_ms)
+            high = min(INT64_MAX, now_ms + config.message_timestamp_after_max_ms)
         data: bytes | memoryview | None = memoryview(records)[HEADER_SIZE:]
         if header.codec:
             try:

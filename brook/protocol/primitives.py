@@ -8,6 +8,7 @@ INT16 = struct.Struct(">h")
 INT32 = struct.Struct(">i")
 INT64 = struct.Struct(">q")
 UINT32 = struct.Struct(">I")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def uvarint(value: int) -> bytes:

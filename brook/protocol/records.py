@@ -34,7 +34,7 @@ from .batch import (
     read_header,
 )
 from .compression import CompressionError, compress, decompress
-from .primitives import read_uvarint, uvarint, varint
+from .primitives import INT64_MAX, INT64_MIN, read_uvarint, uvarint, varint
 
 Headers = Sequence[tuple[str, bytes | None]]
 
@@ -237,9 +237,6 @@ def _varint(data: bytes, pos: int, limit: int = 63) -> tuple[int, int]:
             raise CorruptBatch("varint too long")
 
 
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-
-
 def _headers(data: bytes, pos: int) -> tuple[tuple[tuple[str, bytes | None], ...], int]:
     count, pos = _varint(data, pos, 28)
     if count < 0:
@@ -327,7 +324,7 @@ def _decode_records_into_py(
                 else:
                     delta, pos = _varint(data, pos, 28)
                     offset = base_offset + delta
-            if not _INT64_MIN <= offset <= _INT64_MAX:
+            if not INT64_MIN <= offset <= INT64_MAX:
                 raise CorruptBatch("offset out of range")
             if offset < min_offset:
                 pos = record_end
@@ -376,7 +373,7 @@ def _decode_records_into_py(
             if pos != record_end:
                 raise CorruptBatch("record length does not match its fields")
             timestamp = base_timestamp + ts_delta
-            if not _INT64_MIN <= timestamp <= _INT64_MAX:
+            if not INT64_MIN <= timestamp <= INT64_MAX:
                 raise CorruptBatch("timestamp out of range")
             append(
                 _new_tuple(
@@ -495,7 +492,7 @@ def _validate_records_py(
             if pos != record_end:
                 raise CorruptBatch("record length does not match its fields")
             timestamp = base_timestamp + ts_delta
-            if not _INT64_MIN <= timestamp <= _INT64_MAX:
+            if not INT64_MIN <= timestamp <= INT64_MAX:
                 raise CorruptBatch("timestamp out of range")
             if key_size < 0:
                 flags |= RECORD_NULL_KEY
