@@ -169,10 +169,12 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
         if codec == Codec.ZSTD:
             return bytes(cramjam.zstd.decompress(data))
     except cramjam.DecompressionError as exc:
-        raise CompressionError(
-            f"cannot decompress {Codec(codec).name.lower()} data: {exc}"
-        ) from None
+        raise _decompression_error(codec, exc) from None
     raise CompressionError(f"unknown compression codec {codec}")
+
+
+def _decompression_error(codec: int, exc: Exception) -> CompressionError:
+    return CompressionError(f"cannot decompress {Codec(codec).name.lower()} data: {exc}")
 
 
 # ---------------------------------------------------------------- bounded decompression
@@ -235,7 +237,5 @@ def decompress_bounded(codec: int, data: bytes | memoryview, limit: int) -> byte
                 return None
             size = min(limit, size * 8)
     except cramjam.DecompressionError as exc:
-        raise CompressionError(
-            f"cannot decompress {Codec(codec).name.lower()} data: {exc}"
-        ) from None
+        raise _decompression_error(codec, exc) from None
 
