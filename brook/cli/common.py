@@ -57,10 +57,12 @@ def _join_dash_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[
     """``--opt -value`` as ``--opt=-value`` for options that take one value: argparse reads
     a value starting with a dash as an option, and Kafka's topic ids (URL-safe base64) may
     start with one. A value that is itself one of the parser's options is left alone."""
-    options = {o for action in parser._actions for o in action.option_strings}
-    one_value = {
-        o for action in parser._actions if action.nargs is None for o in action.option_strings
-    }
+    options: set[str] = set()
+    one_value: set[str] = set()
+    for action in parser._actions:
+        options.update(action.option_strings)
+        if action.nargs is None:  # exactly one value
+            one_value.update(action.option_strings)
     out: list[str] = []
     i = 0
     while i < len(argv):
