@@ -31,11 +31,13 @@ run: $(STAMP)
 test: $(TEST_STAMP)
 	scripts/install-system-deps
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	PYSPARK_PYTHON=$(abspath $(BIN)/python) SPARK_LOCAL_IP=127.0.0.1 \
 		$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(TEST_STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 bench: $(TEST_STAMP)
 	$(BIN)/python -m bench.broker_throughput

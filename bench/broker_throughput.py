@@ -35,8 +35,15 @@ def create_topic(bootstrap: str, topic: str) -> None:
 
 
 def produce(bootstrap: str, topic: str, records: int, size: int, extra: dict[str, Any]) -> float:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "compression.type": "none",
-                         "queue.buffering.max.kbytes": 1048576, **extra})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": 1,
+            "compression.type": "none",
+            "queue.buffering.max.kbytes": 1048576,
+            **extra,
+        }
+    )
     payload = b"x" * size
     errors: list[str] = []
 
@@ -62,9 +69,15 @@ def produce(bootstrap: str, topic: str, records: int, size: int, extra: dict[str
 
 
 def consume(bootstrap: str, topic: str, records: int, size: int) -> float:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                         "fetch.max.bytes": 52428800})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "fetch.max.bytes": 52428800,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     seen = 0
     start = None  # timed from the first record, so connection set-up is not counted
@@ -98,19 +111,33 @@ def run(records: int, size: int, rounds: int) -> dict[str, Any]:
                     slot = results.setdefault(cfg_name, {}).setdefault(name, {})
                     slot.setdefault("produce", []).append(p)
                     slot.setdefault("consume", []).append(c)
-                    print(f"round {rnd + 1} {name:6} {cfg_name:18} produce {p:7.1f} MB/s  "
-                          f"consume {c:7.1f} MB/s", flush=True)
+                    print(
+                        f"round {rnd + 1} {name:6} {cfg_name:18} produce {p:7.1f} MB/s  "
+                        f"consume {c:7.1f} MB/s",
+                        flush=True,
+                    )
     summary: dict[str, Any] = {}
     for cfg_name, per_broker in results.items():
         row: dict[str, Any] = {}
         for op in ("produce", "consume"):
             brook = median(per_broker["brook"][op])
             tansu = median(per_broker["tansu"][op])
-            row[op] = {"brook_mb_s": round(brook, 1), "tansu_mb_s": round(tansu, 1),
-                       "ratio": round(brook / tansu, 2)}
+            row[op] = {
+                "brook_mb_s": round(brook, 1),
+                "tansu_mb_s": round(tansu, 1),
+                "ratio": round(brook / tansu, 2),
+            }
         summary[cfg_name] = row
-    return {"records": records, "record_size": size, "partitions": PARTITIONS, "acks": 1,
-            "rounds": rounds, "machine": machine(), "raw": results, "summary": summary}
+    return {
+        "records": records,
+        "record_size": size,
+        "partitions": PARTITIONS,
+        "acks": 1,
+        "rounds": rounds,
+        "machine": machine(),
+        "raw": results,
+        "summary": summary,
+    }
 
 
 def main() -> None:

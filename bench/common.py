@@ -35,8 +35,13 @@ def machine() -> dict[str, str]:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemTotal"):
                 mem = f"{int(line.split()[1]) // 1024 // 1024} GiB"
-    return {"cpus": str(os.cpu_count()), "cpu": cpu, "memory": mem,
-            "python": platform.python_version(), "os": platform.platform()}
+    return {
+        "cpus": str(os.cpu_count()),
+        "cpu": cpu,
+        "memory": mem,
+        "python": platform.python_version(),
+        "os": platform.platform(),
+    }
 
 
 @contextlib.contextmanager

@@ -261,9 +261,7 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for size, rows in out["summary"].items():
         for client, r in rows.items():
-            print(
-                f"| {size} B | {client} | {r['records_s']} | {r['mb_s']} | {r['brook_ratio']} |"
-            )
+            print(f"| {size} B | {client} | {r['records_s']} | {r['mb_s']} | {r['brook_ratio']} |")
     print(f"\nsaved to {save('consumer_clients', out)}")
 
 

@@ -100,8 +100,12 @@ def measure(broker: str, members: int, partitions: int, rounds: int) -> dict[str
             joins.append(joined)
             leaves.append(left)
             print(f"  {broker}: join {joined:.3f} s, settle after a leave {left:.3f} s")
-    return {"join_s": joins, "leave_s": leaves, "join_median": median(joins),
-            "leave_median": median(leaves)}
+    return {
+        "join_s": joins,
+        "leave_s": leaves,
+        "join_median": median(joins),
+        "leave_median": median(leaves),
+    }
 
 
 def main() -> None:
@@ -115,15 +119,21 @@ def main() -> None:
         for name in ("brook", "brook-delay-0", "tansu")
     }
     tansu = results["tansu"]
-    print(f"\n{args.members} members, {args.partitions} partitions, {args.rounds} rounds "
-          "(medians, seconds)")
+    print(
+        f"\n{args.members} members, {args.partitions} partitions, {args.rounds} rounds "
+        "(medians, seconds)"
+    )
     print(f"{'broker':<28}{'join':>8}{'leave':>8}{'join / tansu':>14}{'leave / tansu':>15}")
     for name, r in results.items():
-        print(f"{name:<28}{r['join_median']:>8.3f}{r['leave_median']:>8.3f}"
-              f"{r['join_median'] / tansu['join_median']:>14.2f}"
-              f"{r['leave_median'] / tansu['leave_median']:>15.2f}")
-    path = save("group_rebalance", {"machine": machine(), "args": vars(args),
-                                   "consumer": CONSUMER, "results": results})
+        print(
+            f"{name:<28}{r['join_median']:>8.3f}{r['leave_median']:>8.3f}"
+            f"{r['join_median'] / tansu['join_median']:>14.2f}"
+            f"{r['leave_median'] / tansu['leave_median']:>15.2f}"
+        )
+    path = save(
+        "group_rebalance",
+        {"machine": machine(), "args": vars(args), "consumer": CONSUMER, "results": results},
+    )
     print(f"\nsaved {path}")
 
 

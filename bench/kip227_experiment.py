@@ -48,8 +48,9 @@ WORKER_TIMEOUT_S = 300.0
 # -- the consumer, in its own process ---------------------------------------------------------
 
 
-def consume(bootstrap: str, topic: str, partitions: int, sessions: bool, warmup: float,
-            seconds: float) -> None:
+def consume(
+    bootstrap: str, topic: str, partitions: int, sessions: bool, warmup: float, seconds: float
+) -> None:
     """Poll every partition of ``topic``; print START, then END with this process's figures."""
     config = {
         "bootstrap.servers": bootstrap,
@@ -63,22 +64,40 @@ def consume(bootstrap: str, topic: str, partitions: int, sessions: bool, warmup:
         deadline = time.monotonic() + warmup
         while time.monotonic() < deadline:
             consumer.poll(100)
-        before = (stats.full_requests, stats.incremental_requests, stats.sessionless_requests,
-                  stats.records)
+        before = (
+            stats.full_requests,
+            stats.incremental_requests,
+            stats.sessionless_requests,
+            stats.records,
+        )
         print("START", flush=True)
         cpu = time.process_time()
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             consumer.poll(100)
         cpu = time.process_time() - cpu
-        after = (stats.full_requests, stats.incremental_requests, stats.sessionless_requests,
-                 stats.records)
-        full, incremental, sessionless, records = (b - a for a, b in zip(before, after,
-                                                                         strict=True))
-        print("END " + json.dumps({
-            "cpu_s": cpu, "full_requests": full, "incremental_requests": incremental,
-            "sessionless_requests": sessionless, "records": records,
-        }), flush=True)
+        after = (
+            stats.full_requests,
+            stats.incremental_requests,
+            stats.sessionless_requests,
+            stats.records,
+        )
+        full, incremental, sessionless, records = (
+            b - a for a, b in zip(before, after, strict=True)
+        )
+        print(
+            "END "
+            + json.dumps(
+                {
+                    "cpu_s": cpu,
+                    "full_requests": full,
+                    "incremental_requests": incremental,
+                    "sessionless_requests": sessionless,
+                    "records": records,
+                }
+            ),
+            flush=True,
+        )
 
 
 # -- the producer of the hot partitions -------------------------------------------------------
@@ -125,8 +144,9 @@ class FetchTap:
     recording: bool = False
     exchanges: list[tuple[int, bytes, bytes]] = field(default_factory=list)
 
-    def __call__(self, node: int, api_key: int, version: int, request: bytes, response: bytes
-                 ) -> None:
+    def __call__(
+        self, node: int, api_key: int, version: int, request: bytes, response: bytes
+    ) -> None:
         if self.recording and api_key == ApiKey.FETCH:
             self.exchanges.append((version, request, response))
 
@@ -135,8 +155,11 @@ def decode_exchange(version: int, request: bytes, response: bytes) -> dict[str, 
     """Partitions named in a Fetch request (sent and forgotten) and in its response."""
     header = parse_request_header(request, is_flexible(ApiKey.FETCH, version))
     req = decode_kio(request_class(ApiKey.FETCH, version), request, header.body_offset)
-    resp = decode_kio(response_class(ApiKey.FETCH, version), response,
-                      response_body_offset(response, ApiKey.FETCH, version))
+    resp = decode_kio(
+        response_class(ApiKey.FETCH, version),
+        response,
+        response_body_offset(response, ApiKey.FETCH, version),
+    )
     return {
         "request_partitions": sum(len(t.partitions) for t in req.topics),
         "forgotten_partitions": sum(
@@ -151,13 +174,27 @@ def decode_exchange(version: int, request: bytes, response: bytes) -> dict[str, 
 # -- one measurement --------------------------------------------------------------------------
 
 
-def run_consumer(broker_pid: int, bootstrap: str, topic: str, partitions: int, sessions: bool,
-                 warmup: float, seconds: float) -> dict[str, Any]:
+def run_consumer(
+    broker_pid: int,
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    sessions: bool,
+    warmup: float,
+    seconds: float,
+) -> dict[str, Any]:
     tap = FetchTap()
     with MultiNodeProxy(bootstrap, 1, tap=tap) as proxy:
-        worker = json.dumps({"bootstrap": proxy.bootstrap, "topic": topic,
-                             "partitions": partitions, "sessions": sessions,
-                             "warmup": warmup, "seconds": seconds})
+        worker = json.dumps(
+            {
+                "bootstrap": proxy.bootstrap,
+                "topic": topic,
+                "partitions": partitions,
+                "sessions": sessions,
+                "warmup": warmup,
+                "seconds": seconds,
+            }
+        )
         cmd = [sys.executable, "-m", "bench.kip227_experiment", "--worker", worker]
         with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT) as proc:
             assert proc.stdout is not None
@@ -190,8 +227,12 @@ def run_consumer(broker_pid: int, bootstrap: str, topic: str, partitions: int, s
         "consumer": figures,
         "decoded": {
             key: sum(d[key] for d in decoded) / max(1, len(decoded))
-            for key in ("request_partitions", "forgotten_partitions", "response_partitions",
-                        "record_bytes")
+            for key in (
+                "request_partitions",
+                "forgotten_partitions",
+                "response_partitions",
+                "record_bytes",
+            )
         },
         "decoded_exchanges": len(decoded),
         "incremental_exchanges": sum(1 for d in decoded if d["session_epoch"] > 0),
@@ -200,9 +241,13 @@ def run_consumer(broker_pid: int, bootstrap: str, topic: str, partitions: int, s
 
 def snapshot(proxy: MultiNodeProxy, broker_pid: int) -> dict[str, Any]:
     fetch = proxy.api_traffic(ApiKey.FETCH)
-    return {"at": time.monotonic(), "requests": fetch.requests,
-            "request_bytes": fetch.request_bytes, "response_bytes": fetch.response_bytes,
-            "broker_cpu_s": process_cpu_seconds(broker_pid)}
+    return {
+        "at": time.monotonic(),
+        "requests": fetch.requests,
+        "request_bytes": fetch.request_bytes,
+        "response_bytes": fetch.response_bytes,
+        "broker_cpu_s": process_cpu_seconds(broker_pid),
+    }
 
 
 def run_baseline(broker_pid: int, warmup: float, seconds: float) -> dict[str, Any]:
@@ -211,26 +256,28 @@ def run_baseline(broker_pid: int, warmup: float, seconds: float) -> dict[str, An
     cpu = process_cpu_seconds(broker_pid)
     start = time.monotonic()
     time.sleep(seconds)
-    return {"broker_cpu_s": process_cpu_seconds(broker_pid) - cpu,
-            "window_s": time.monotonic() - start}
+    return {
+        "broker_cpu_s": process_cpu_seconds(broker_pid) - cpu,
+        "window_s": time.monotonic() - start,
+    }
 
 
-def run_cell(broker_pid: int, bootstrap: str, partitions: int, hot_count: int, warmup: float,
-             seconds: float) -> dict[str, Any]:
+def run_cell(
+    broker_pid: int, bootstrap: str, partitions: int, hot_count: int, warmup: float, seconds: float
+) -> dict[str, Any]:
     topic = f"kip227-{partitions}"
     hot = sorted({i * partitions // hot_count for i in range(hot_count)})
     print(f"{partitions} partitions, {len(hot)} receiving records:", flush=True)
     cell: dict[str, Any] = {"partitions": partitions, "hot": len(hot)}
     with HotProducer(bootstrap, topic, hot) as producer:
         cell["baseline"] = run_baseline(broker_pid, warmup, seconds)
-        print(f"  producer alone: broker {cell['baseline']['broker_cpu_s']:.2f} s CPU",
-              flush=True)
+        print(f"  producer alone: broker {cell['baseline']['broker_cpu_s']:.2f} s CPU", flush=True)
         for sessions in (True, False):
-            run = run_consumer(broker_pid, bootstrap, topic, partitions, sessions, warmup,
-                               seconds)
+            run = run_consumer(broker_pid, bootstrap, topic, partitions, sessions, warmup, seconds)
             cell["sessions" if sessions else "sessionless"] = run
-            print(f"  {'sessions' if sessions else 'sessionless'}: {summary(run, cell)}",
-                  flush=True)
+            print(
+                f"  {'sessions' if sessions else 'sessionless'}: {summary(run, cell)}", flush=True
+            )
         cell["producer_rounds"] = producer.rounds
     return cell
 
@@ -247,17 +294,18 @@ def per_fetch(run: dict[str, Any], cell: dict[str, Any]) -> dict[str, float]:
         "request_bytes": run["request_bytes"] / fetches,
         "response_bytes": run["response_bytes"] / fetches,
         "overhead_bytes": run["response_bytes"] / fetches - run["decoded"]["record_bytes"],
-        "broker_cpu_ms": 1000 * (run["broker_cpu_s"] - baseline["broker_cpu_s"] * scale)
-        / fetches,
+        "broker_cpu_ms": 1000 * (run["broker_cpu_s"] - baseline["broker_cpu_s"] * scale) / fetches,
         "consumer_cpu_ms": 1000 * run["consumer"]["cpu_s"] / fetches,
     }
 
 
 def summary(run: dict[str, Any], cell: dict[str, Any]) -> str:
     f = per_fetch(run, cell)
-    return (f"{run['fetches']} fetches, {f['request_bytes']:,.0f} B/request, "
-            f"{f['response_bytes']:,.0f} B/response, broker {f['broker_cpu_ms']:.2f} ms "
-            f"and consumer {f['consumer_cpu_ms']:.2f} ms CPU per fetch")
+    return (
+        f"{run['fetches']} fetches, {f['request_bytes']:,.0f} B/request, "
+        f"{f['response_bytes']:,.0f} B/response, broker {f['broker_cpu_ms']:.2f} ms "
+        f"and consumer {f['consumer_cpu_ms']:.2f} ms CPU per fetch"
+    )
 
 
 def report(cells: list[dict[str, Any]]) -> str:
@@ -299,8 +347,9 @@ def parse_cells(text: str) -> list[tuple[int, int]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--cells", default=DEFAULT_CELLS,
-                        help="partitions:receiving pairs (default: %(default)s)")
+    parser.add_argument(
+        "--cells", default=DEFAULT_CELLS, help="partitions:receiving pairs (default: %(default)s)"
+    )
     parser.add_argument("--seconds", type=float, default=10.0, help="measured window per run")
     parser.add_argument("--warmup", type=float, default=3.0, help="unmeasured lead-in per run")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -322,14 +371,20 @@ def main() -> None:
                 [NewTopic(f"kip227-{n}", n, 1) for n in sorted({n for n, _ in cells})]
             )
         for partitions, hot in cells:
-            results.append(run_cell(pid, broker.bootstrap, partitions, hot, args.warmup,
-                                    args.seconds))
+            results.append(
+                run_cell(pid, broker.bootstrap, partitions, hot, args.warmup, args.seconds)
+            )
     print()
     print(report(results))
-    path = save("kip227_experiment", {"machine": machine(), "args": vars(args),
-                                      "load_average": {"before": load_before,
-                                                       "after": os.getloadavg()},
-                                      "results": results})
+    path = save(
+        "kip227_experiment",
+        {
+            "machine": machine(),
+            "args": vars(args),
+            "load_average": {"before": load_before, "after": os.getloadavg()},
+            "results": results,
+        },
+    )
     print(f"\nmachine: {machine()}\nsaved {path}")
 
 

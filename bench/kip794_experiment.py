@@ -76,24 +76,72 @@ SERIES = {1: (2048, ("old", "uniform", "default", "timeout5")), 2: (4096, ("unif
 
 # The KIP's published figures: (series, configuration) -> final line and outgoing-byte-total.
 KIP_FIGURES: dict[tuple[int, str], dict[str, Any]] = {
-    (1, "old"): {"records_per_s": 1724.873666, "mb_per_s": 0.84, "avg_ms": 4072.74,
-                 "max_ms": 11246, "p50_ms": 3870, "p95_ms": 10221, "p99_ms": 10992,
-                 "p999_ms": 11214, "node_bytes": {0: 46826262, 1: 9207276, 2: 9004193}},
-    (1, "uniform"): {"records_per_s": 2043.198484, "mb_per_s": 1.00, "avg_ms": 49.92,
-                     "max_ms": 795, "p50_ms": 8, "p95_ms": 150, "p99_ms": 214, "p999_ms": 422,
-                     "node_bytes": {0: 22237614, 1: 21606034, 2: 22152273}},
-    (1, "default"): {"records_per_s": 2045.477245, "mb_per_s": 1.00, "avg_ms": 40.06,
-                     "max_ms": 817, "p50_ms": 7, "p95_ms": 141, "p99_ms": 154, "p999_ms": 220,
-                     "node_bytes": {0: 19244362, 1: 23589010, 2: 23321818}},
-    (1, "timeout5"): {"records_per_s": 2044.218196, "mb_per_s": 1.00, "avg_ms": 36.29,
-                      "max_ms": 809, "p50_ms": 6, "p95_ms": 138, "p99_ms": 150, "p999_ms": 184,
-                      "node_bytes": {0: 17431944, 1: 25781879, 2: 22977244}},
-    (2, "uniform"): {"records_per_s": 3789.317873, "mb_per_s": 1.85, "avg_ms": 426.24,
-                     "max_ms": 2506, "p50_ms": 8, "p95_ms": 2065, "p99_ms": 2408,
-                     "p999_ms": 2468, "node_bytes": {0: 22396882, 1: 21652393, 2: 21355134}},
-    (2, "default"): {"records_per_s": 4078.327249, "mb_per_s": 1.99, "avg_ms": 34.66,
-                     "max_ms": 785, "p50_ms": 4, "p95_ms": 143, "p99_ms": 167, "p999_ms": 297,
-                     "node_bytes": {0: 14866064, 1: 25176418, 2: 25581116}},
+    (1, "old"): {
+        "records_per_s": 1724.873666,
+        "mb_per_s": 0.84,
+        "avg_ms": 4072.74,
+        "max_ms": 11246,
+        "p50_ms": 3870,
+        "p95_ms": 10221,
+        "p99_ms": 10992,
+        "p999_ms": 11214,
+        "node_bytes": {0: 46826262, 1: 9207276, 2: 9004193},
+    },
+    (1, "uniform"): {
+        "records_per_s": 2043.198484,
+        "mb_per_s": 1.00,
+        "avg_ms": 49.92,
+        "max_ms": 795,
+        "p50_ms": 8,
+        "p95_ms": 150,
+        "p99_ms": 214,
+        "p999_ms": 422,
+        "node_bytes": {0: 22237614, 1: 21606034, 2: 22152273},
+    },
+    (1, "default"): {
+        "records_per_s": 2045.477245,
+        "mb_per_s": 1.00,
+        "avg_ms": 40.06,
+        "max_ms": 817,
+        "p50_ms": 7,
+        "p95_ms": 141,
+        "p99_ms": 154,
+        "p999_ms": 220,
+        "node_bytes": {0: 19244362, 1: 23589010, 2: 23321818},
+    },
+    (1, "timeout5"): {
+        "records_per_s": 2044.218196,
+        "mb_per_s": 1.00,
+        "avg_ms": 36.29,
+        "max_ms": 809,
+        "p50_ms": 6,
+        "p95_ms": 138,
+        "p99_ms": 150,
+        "p999_ms": 184,
+        "node_bytes": {0: 17431944, 1: 25781879, 2: 22977244},
+    },
+    (2, "uniform"): {
+        "records_per_s": 3789.317873,
+        "mb_per_s": 1.85,
+        "avg_ms": 426.24,
+        "max_ms": 2506,
+        "p50_ms": 8,
+        "p95_ms": 2065,
+        "p99_ms": 2408,
+        "p999_ms": 2468,
+        "node_bytes": {0: 22396882, 1: 21652393, 2: 21355134},
+    },
+    (2, "default"): {
+        "records_per_s": 4078.327249,
+        "mb_per_s": 1.99,
+        "avg_ms": 34.66,
+        "max_ms": 785,
+        "p50_ms": 4,
+        "p95_ms": 143,
+        "p99_ms": 167,
+        "p999_ms": 297,
+        "node_bytes": {0: 14866064, 1: 25176418, 2: 25581116},
+    },
 }
 
 _FINAL_LINE = re.compile(
@@ -127,8 +175,13 @@ def parse_output(lines: list[str]) -> dict[str, Any]:
     return result
 
 
-def run_tool(bootstrap: str, records: int, throughput: int, properties: dict[str, str],
-             switch_rule: str = "current") -> list[str]:
+def run_tool(
+    bootstrap: str,
+    records: int,
+    throughput: int,
+    properties: dict[str, str],
+    switch_rule: str = "current",
+) -> list[str]:
     """Run ``brook producer-perf-test`` as the KIP ran kafka-producer-perf-test.sh."""
     with tempfile.TemporaryDirectory(prefix="kip794-") as tmp:
         config = Path(tmp) / "producer.properties"
@@ -137,15 +190,28 @@ def run_tool(bootstrap: str, records: int, throughput: int, properties: dict[str
         tool = ["-m", "brook.cli.main", "producer-perf-test"]
         if switch_rule != "current":
             tool = ["-m", "bench.kip794_switch_rule", "tool"]
-        args = ["--topic", TOPIC, "--num-records", str(records), "--print-metrics",
-                "--record-size", str(RECORD_SIZE), "--throughput", str(throughput),
-                "--producer.config", str(config)]
+        args = [
+            "--topic",
+            TOPIC,
+            "--num-records",
+            str(records),
+            "--print-metrics",
+            "--record-size",
+            str(RECORD_SIZE),
+            "--throughput",
+            str(throughput),
+            "--producer.config",
+            str(config),
+        ]
         print(f"  $ {' '.join(tool[1:])} " + " ".join(args), flush=True)
-        print("    producer.properties: " + ", ".join(f"{k}={v}" for k, v in props.items()),
-              flush=True)
+        print(
+            "    producer.properties: " + ", ".join(f"{k}={v}" for k, v in props.items()),
+            flush=True,
+        )
         lines: list[str] = []
-        with subprocess.Popen([sys.executable, *tool, *args], stdout=subprocess.PIPE, text=True,
-                              cwd=ROOT) as proc:
+        with subprocess.Popen(
+            [sys.executable, *tool, *args], stdout=subprocess.PIPE, text=True, cwd=ROOT
+        ) as proc:
             assert proc.stdout is not None
             try:
                 for line in proc.stdout:
@@ -167,8 +233,9 @@ def records_per_partition(bootstrap: str) -> dict[int, int]:
     return {tp.partition: offset for tp, offset in ends.items()}
 
 
-def run_configuration(series: int, key: str, records: int, delay_ms: float, serial: bool,
-                      switch_rule: str = "current") -> dict[str, Any]:
+def run_configuration(
+    series: int, key: str, records: int, delay_ms: float, serial: bool, switch_rule: str = "current"
+) -> dict[str, Any]:
     throughput = SERIES[series][0]
     config = CONFIGURATIONS[key]
     print(f"series {series}, {config.label}:", flush=True)
@@ -176,10 +243,10 @@ def run_configuration(series: int, key: str, records: int, delay_ms: float, seri
     with brook_broker() as bootstrap:
         with Admin({"bootstrap.servers": bootstrap}) as admin:
             admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])
-        with MultiNodeProxy(bootstrap, 3, {SLOW_NODE: delay_ms}, serial=serial,
-                            node_ids=NODE_IDS) as proxy:
-            lines = run_tool(proxy.bootstrap, records, throughput, config.properties,
-                             switch_rule)
+        with MultiNodeProxy(
+            bootstrap, 3, {SLOW_NODE: delay_ms}, serial=serial, node_ids=NODE_IDS
+        ) as proxy:
+            lines = run_tool(proxy.bootstrap, records, throughput, config.properties, switch_rule)
             produce_requests = proxy.produce_requests
             leaders = {p: proxy.leader_of(p) for p in range(PARTITIONS)}
         partitions = records_per_partition(bootstrap)
@@ -235,21 +302,36 @@ def report(rows: list[dict[str, Any]], with_kip: bool = True) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--records", type=int, default=KIP_RECORDS,
-                        help=f"--num-records per run (the KIP's: {KIP_RECORDS}); "
-                             "fewer for a quick look")
+    parser.add_argument(
+        "--records",
+        type=int,
+        default=KIP_RECORDS,
+        help=f"--num-records per run (the KIP's: {KIP_RECORDS}); fewer for a quick look",
+    )
     parser.add_argument("--series", default="1,2", help="which test series (1, 2 or 1,2)")
-    parser.add_argument("--configs", default=",".join(CONFIGURATIONS),
-                        help="configurations to run, of: " + ", ".join(CONFIGURATIONS))
-    parser.add_argument("--delay-ms", type=float, default=DELAY_MS,
-                        help="delay of node 0's Produce responses")
-    parser.add_argument("--delay-mode", choices=("serial", "pipelined"), default="serial",
-                        help="serial: a Kafka broker sleeping in its handler (the KIP's); "
-                             "pipelined: each response held from its own arrival")
-    parser.add_argument("--switch-rule", choices=RULES, default="current",
-                        help="current: Brook's partitioner as shipped (Kafka's rule since "
-                             "KAFKA-14156); kip-2022: the rule the KIP measured, patched in "
-                             "for diagnosis (bench/kip794_switch_rule.py)")
+    parser.add_argument(
+        "--configs",
+        default=",".join(CONFIGURATIONS),
+        help="configurations to run, of: " + ", ".join(CONFIGURATIONS),
+    )
+    parser.add_argument(
+        "--delay-ms", type=float, default=DELAY_MS, help="delay of node 0's Produce responses"
+    )
+    parser.add_argument(
+        "--delay-mode",
+        choices=("serial", "pipelined"),
+        default="serial",
+        help="serial: a Kafka broker sleeping in its handler (the KIP's); "
+        "pipelined: each response held from its own arrival",
+    )
+    parser.add_argument(
+        "--switch-rule",
+        choices=RULES,
+        default="current",
+        help="current: Brook's partitioner as shipped (Kafka's rule since "
+        "KAFKA-14156); kip-2022: the rule the KIP measured, patched in "
+        "for diagnosis (bench/kip794_switch_rule.py)",
+    )
     args = parser.parse_args()
     wanted = args.configs.split(",")
     unknown = [c for c in wanted if c not in CONFIGURATIONS]
@@ -262,8 +344,9 @@ def main() -> None:
         if key in wanted
     ]
     rows = [
-        run_configuration(series, key, args.records, args.delay_ms, args.delay_mode == "serial",
-                          args.switch_rule)
+        run_configuration(
+            series, key, args.records, args.delay_ms, args.delay_mode == "serial", args.switch_rule
+        )
         for series, key in plan
     ]
     print()
@@ -273,8 +356,9 @@ def main() -> None:
         name += f"-{args.switch_rule}-rule"
     if args.records != KIP_RECORDS:
         name += "-quick"
-    path = save(name, {"machine": machine(), "args": vars(args), "delay_node": SLOW_NODE,
-                       "results": rows})
+    path = save(
+        name, {"machine": machine(), "args": vars(args), "delay_node": SLOW_NODE, "results": rows}
+    )
     print(f"\nmachine: {machine()}\nsaved {path}")
 
 

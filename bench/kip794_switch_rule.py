@@ -41,9 +41,13 @@ def use_kip_2022_rule() -> None:
     """Make every BuiltInPartitioner switch as soon as batch.size bytes were counted."""
     shipped = BuiltInPartitioner.update_partition_info
 
-    def update_partition_info(self: BuiltInPartitioner, info: StickyPartitionInfo | None,
-                              appended_bytes: int, cluster: ClusterView,
-                              enable_switch: bool = True) -> None:
+    def update_partition_info(
+        self: BuiltInPartitioner,
+        info: StickyPartitionInfo | None,
+        appended_bytes: int,
+        cluster: ClusterView,
+        enable_switch: bool = True,
+    ) -> None:
         shipped(self, info, appended_bytes, cluster, True)
 
     BuiltInPartitioner.update_partition_info = update_partition_info  # type: ignore[method-assign]
@@ -122,8 +126,9 @@ class _Model:
                 appended = batch.size
                 dq.append(batch)
             batch.appended_ms.append(now)
-            bip.update_partition_info(info, appended, self.cluster,
-                                      batch.full() or not self._deferring())
+            bip.update_partition_info(
+                info, appended, self.cluster, batch.full() or not self._deferring()
+            )
             self.records[info.partition] += 1
             return
 
@@ -132,8 +137,7 @@ class _Model:
         if self.adaptive:
             collector = LoadStatsCollector(len(self.deques), len(LEADERS))
             for p, dq in self.deques.items():
-                collector.add(p, True, len(dq),
-                              node_excluded=self.tracker.excludes(LEADERS[p]))
+                collector.add(p, True, len(dq), node_excluded=self.tracker.excludes(LEADERS[p]))
             collector.publish(self.partitioner)
         for p, dq in self.deques.items():
             node = LEADERS[p]
@@ -155,8 +159,14 @@ class _Model:
                 yield now + FAST_MS, node, batch
 
 
-def run_model(rule: str, adaptive: bool, availability_timeout_ms: int, throughput: int,
-              records: int, seed: int = 1) -> dict[str, Any]:
+def run_model(
+    rule: str,
+    adaptive: bool,
+    availability_timeout_ms: int,
+    throughput: int,
+    records: int,
+    seed: int = 1,
+) -> dict[str, Any]:
     model = _Model(rule, adaptive, availability_timeout_ms, seed)
     order = itertools.count()
     events: list[tuple[float, int, str, Any]] = []
@@ -203,13 +213,21 @@ def run_model(rule: str, adaptive: bool, availability_timeout_ms: int, throughpu
 
 
 MODEL_CONFIGS = {"uniform": (False, 0), "default": (True, 0), "timeout5": (True, 5)}
-MODEL_PLAN = [(2048, "uniform"), (2048, "default"), (2048, "timeout5"), (4096, "uniform"),
-              (4096, "default")]
+MODEL_PLAN = [
+    (2048, "uniform"),
+    (2048, "default"),
+    (2048, "timeout5"),
+    (4096, "uniform"),
+    (4096, "default"),
+]
 
 
 def model_report(rows: list[dict[str, Any]]) -> str:
-    lines = ["| throughput | partitioner config | switch rule | node 0's share of records "
-             "| requests to node 0 | avg latency | p99 |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| throughput | partitioner config | switch rule | node 0's share of records "
+        "| requests to node 0 | avg latency | p99 |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for row in rows:
         lines.append(
             f"| {row['throughput']} | {row['config']} | {row['rule']} "
@@ -222,8 +240,9 @@ def model_report(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("tool", help="brook producer-perf-test with the KIP's switch rule",
-                   add_help=False)
+    sub.add_parser(
+        "tool", help="brook producer-perf-test with the KIP's switch rule", add_help=False
+    )
     model = sub.add_parser("model", help="both switch rules in simulated time")
     model.add_argument("--records", type=int, default=122880)
     args, rest = parser.parse_known_args(argv)

@@ -65,19 +65,26 @@ class Latencies:
             self.errors += 1
 
 
-def run_brook(bootstrap: str, topic: str, records: int, payload: bytes, lat: Latencies | None,
+def run_brook(
+    bootstrap: str,
+    topic: str,
+    records: int,
+    payload: bytes,
+    lat: Latencies | None,
     clock: Clock,
 ) -> None:
     from brook import Producer
 
-    producer = Producer({
-        "bootstrap.servers": bootstrap,
-        "acks": str(SETTINGS["acks"]),
-        "linger.ms": SETTINGS["linger.ms"],
-        "batch.size": SETTINGS["batch.size"],
-        "enable.idempotence": SETTINGS["idempotence"],
-        "max.in.flight.requests.per.connection": SETTINGS["max.in.flight"],
-    })
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": str(SETTINGS["acks"]),
+            "linger.ms": SETTINGS["linger.ms"],
+            "batch.size": SETTINGS["batch.size"],
+            "enable.idempotence": SETTINGS["idempotence"],
+            "max.in.flight.requests.per.connection": SETTINGS["max.in.flight"],
+        }
+    )
     producer.partitions_for(topic)
 
     def callback(start: float, _meta: object, error: object) -> None:
@@ -101,21 +108,28 @@ def run_brook(bootstrap: str, topic: str, records: int, payload: bytes, lat: Lat
         producer.close()
 
 
-def run_confluent(bootstrap: str, topic: str, records: int, payload: bytes, lat: Latencies | None,
+def run_confluent(
+    bootstrap: str,
+    topic: str,
+    records: int,
+    payload: bytes,
+    lat: Latencies | None,
     clock: Clock,
 ) -> None:
     from confluent_kafka import Producer
 
-    producer = Producer({
-        "bootstrap.servers": bootstrap,
-        "acks": SETTINGS["acks"],
-        "linger.ms": SETTINGS["linger.ms"],
-        "batch.size": SETTINGS["batch.size"],
-        "enable.idempotence": SETTINGS["idempotence"],
-        "max.in.flight.requests.per.connection": SETTINGS["max.in.flight"],
-        "queue.buffering.max.messages": 2_000_000,
-        "queue.buffering.max.kbytes": 1_048_576,
-    })
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": SETTINGS["acks"],
+            "linger.ms": SETTINGS["linger.ms"],
+            "batch.size": SETTINGS["batch.size"],
+            "enable.idempotence": SETTINGS["idempotence"],
+            "max.in.flight.requests.per.connection": SETTINGS["max.in.flight"],
+            "queue.buffering.max.messages": 2_000_000,
+            "queue.buffering.max.kbytes": 1_048_576,
+        }
+    )
     producer.list_topics(topic, timeout=10)
 
     def callback(start: float, error: object, _msg: object) -> None:
@@ -144,7 +158,11 @@ def run_confluent(bootstrap: str, topic: str, records: int, payload: bytes, lat:
 
 
 def run_kafka_python(
-    bootstrap: str, topic: str, records: int, payload: bytes, lat: Latencies | None,
+    bootstrap: str,
+    topic: str,
+    records: int,
+    payload: bytes,
+    lat: Latencies | None,
     clock: Clock,
 ) -> None:
     from kafka import KafkaProducer
@@ -186,7 +204,12 @@ def run_kafka_python(
         producer.close()
 
 
-def run_aiokafka(bootstrap: str, topic: str, records: int, payload: bytes, lat: Latencies | None,
+def run_aiokafka(
+    bootstrap: str,
+    topic: str,
+    records: int,
+    payload: bytes,
+    lat: Latencies | None,
     clock: Clock,
 ) -> None:
     from aiokafka import AIOKafkaProducer
@@ -271,9 +294,23 @@ def measure_one(client: str, bootstrap: str, records: int, size: int) -> dict[st
 
 def measure_in_subprocess(client: str, bootstrap: str, records: int, size: int) -> dict:
     out = subprocess.run(
-        [sys.executable, "-m", "bench.producer_clients", "--one", client,
-         "--bootstrap", bootstrap, "--records", str(records), "--sizes", str(size)],
-        capture_output=True, text=True, timeout=900, check=False,
+        [
+            sys.executable,
+            "-m",
+            "bench.producer_clients",
+            "--one",
+            client,
+            "--bootstrap",
+            bootstrap,
+            "--records",
+            str(records),
+            "--sizes",
+            str(size),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     if out.returncode != 0:
         raise RuntimeError(f"{client} failed:\n{out.stderr[-3000:]}")
@@ -335,14 +372,18 @@ def main() -> None:
                 for client in order:
                     figures = measure_in_subprocess(client, bootstrap, records, size)
                     results[size][client].append(figures)
-                    print(f"round {round_no + 1} {size} B {client}: "
-                          f"{figures['plain_records_per_s']:,.0f} rec/s, "
-                          f"{figures['callbacks_records_per_s']:,.0f} rec/s with callbacks",
-                          flush=True)
+                    print(
+                        f"round {round_no + 1} {size} B {client}: "
+                        f"{figures['plain_records_per_s']:,.0f} rec/s, "
+                        f"{figures['callbacks_records_per_s']:,.0f} rec/s with callbacks",
+                        flush=True,
+                    )
     text = report(results, args)
     print(text)
-    path = save("producer_clients", {"machine": machine(), "settings": SETTINGS,
-                                     "args": vars(args), "results": results})
+    path = save(
+        "producer_clients",
+        {"machine": machine(), "settings": SETTINGS, "args": vars(args), "results": results},
+    )
     print(f"\nmachine: {machine()}\nsaved {path}")
 
 

@@ -41,8 +41,12 @@ def _fill(bootstrap: str, topic: str, records: int, size: int) -> None:
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([NewTopic(topic, PARTITIONS, 1)])
     value = os.urandom(size)
-    config = {"bootstrap.servers": bootstrap, "linger.ms": "20", "batch.size": "262144",
-              "acks": "1"}
+    config = {
+        "bootstrap.servers": bootstrap,
+        "linger.ms": "20",
+        "batch.size": "262144",
+        "acks": "1",
+    }
     with Producer(config) as producer:
         for i in range(records):
             producer.send(topic, value=value, partition=i % PARTITIONS)
@@ -55,9 +59,7 @@ def _run(stream: Any, sink: str, workdir: Path) -> tuple[int, float]:
     if sink == "parquet":
         writer = writer.option("path", str(workdir / "out"))
     query = (
-        writer.option("checkpointLocation", str(workdir / "cp"))
-        .trigger(availableNow=True)
-        .start()
+        writer.option("checkpointLocation", str(workdir / "cp")).trigger(availableNow=True).start()
     )
     query.awaitTermination()
     if query.exception() is not None:
@@ -84,8 +86,10 @@ def main(argv: list[str] | None = None) -> int:
                 topic = f"bench-{size}"
                 started = time.monotonic()
                 _fill(bootstrap, topic, records, size)
-                print(f"filled {topic}: {records} records in {time.monotonic() - started:.1f} s",
-                      flush=True)
+                print(
+                    f"filled {topic}: {records} records in {time.monotonic() - started:.1f} s",
+                    flush=True,
+                )
 
                 def brook_stream(topic: str = topic) -> Any:
                     return (
@@ -98,8 +102,10 @@ def main(argv: list[str] | None = None) -> int:
 
                 # The peer: the same rows as parquet files, read by Spark's parquet source.
                 parquet_dir = tmp / f"rows-{size}"
-                spark.read.format("brook").option("kafka.bootstrap.servers", bootstrap) \
-                    .option("subscribe", topic).load().write.parquet(str(parquet_dir))
+                spark.read.format("brook").option("kafka.bootstrap.servers", bootstrap).option(
+                    "subscribe", topic
+                ).load().write.parquet(str(parquet_dir))
+
                 def parquet_stream(path: Path = parquet_dir) -> Any:
                     schema = spark.read.parquet(str(path)).schema
                     return spark.readStream.schema(schema).parquet(str(path))
@@ -116,16 +122,21 @@ def main(argv: list[str] | None = None) -> int:
                     brook_rate = statistics.median(timings["brook"])
                     parquet_rate = statistics.median(timings["parquet"])
                     row = {
-                        "value_bytes": size, "sink": sink, "records": records,
+                        "value_bytes": size,
+                        "sink": sink,
+                        "records": records,
                         "brook_records_per_s": round(brook_rate),
                         "parquet_records_per_s": round(parquet_rate),
                         "ratio": round(brook_rate / parquet_rate, 2),
                         "rounds": timings,
                     }
                     results.append(row)
-                    print(f"{size:>5} B  {sink:<8} brook {brook_rate:>12,.0f} rec/s   "
-                          f"parquet source {parquet_rate:>12,.0f} rec/s   "
-                          f"ratio {brook_rate / parquet_rate:.2f}", flush=True)
+                    print(
+                        f"{size:>5} B  {sink:<8} brook {brook_rate:>12,.0f} rec/s   "
+                        f"parquet source {parquet_rate:>12,.0f} rec/s   "
+                        f"ratio {brook_rate / parquet_rate:.2f}",
+                        flush=True,
+                    )
     finally:
         spark.stop()
         shutil.rmtree(tmp, ignore_errors=True)
@@ -137,8 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"results: {out}")
     target = next(r for r in results if r["value_bytes"] == 100 and r["sink"] == "noop")
     met = target["brook_records_per_s"] >= 500_000
-    print(f"target >= 500,000 records/s of 100 B into noop: "
-          f"{target['brook_records_per_s']:,} -> {'met' if met else 'not met'}")
+    print(
+        f"target >= 500,000 records/s of 100 B into noop: "
+        f"{target['brook_records_per_s']:,} -> {'met' if met else 'not met'}"
+    )
     return 0
 
 

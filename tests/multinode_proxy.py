@@ -148,7 +148,10 @@ class MultiNodeProxy:
             broker_w.close()
 
     async def _requests(
-        self, node: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+        self,
+        node: int,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
         pending: dict[int, tuple[int, int, bytes]],
     ) -> None:
         try:
@@ -165,7 +168,10 @@ class MultiNodeProxy:
             writer.close()
 
     async def _responses(
-        self, node: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+        self,
+        node: int,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
         pending: dict[int, tuple[int, int, bytes]],
     ) -> None:
         queue: asyncio.Queue[tuple[float, bytes] | None] = asyncio.Queue()

@@ -48,12 +48,16 @@ class RawClient:
             out += chunk
         return bytes(out)
 
-    def request(self, api_key: int, version: int, data: dict[str, Any] | bytes,
-                expect_response: bool = True) -> Any:
+    def request(
+        self, api_key: int, version: int, data: dict[str, Any] | bytes, expect_response: bool = True
+    ) -> Any:
         """Send one request (a dict built into that version's class, or a raw body)."""
         self.correlation += 1
-        body = data if isinstance(data, bytes) else encode_kio(
-            build(request_class(api_key, version), data))
+        body = (
+            data
+            if isinstance(data, bytes)
+            else encode_kio(build(request_class(api_key, version), data))
+        )
         self.send_bytes(encode_request(api_key, version, self.correlation, self.client_id, body))
         if not expect_response:
             return None
@@ -74,37 +78,90 @@ class RawClient:
             return False
 
 
-def create_topic(client: RawClient, name: str, partitions: int = 1,
-                 configs: dict[str, str] | None = None) -> Any:
-    resp = client.request(19, 7, {
-        "topics": [{"name": name, "num_partitions": partitions, "replication_factor": 1,
-                    "assignments": [], "configs": [{"name": k, "value": v}
-                                                   for k, v in (configs or {}).items()]}],
-        "timeout": 30000, "validate_only": False,
-    })
+def create_topic(
+    client: RawClient, name: str, partitions: int = 1, configs: dict[str, str] | None = None
+) -> Any:
+    resp = client.request(
+        19,
+        7,
+        {
+            "topics": [
+                {
+                    "name": name,
+                    "num_partitions": partitions,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
+                }
+            ],
+            "timeout": 30000,
+            "validate_only": False,
+        },
+    )
     assert resp.topics[0].error_code == 0, resp
     return resp
 
 
-def produce(client: RawClient, topic: str, partition: int, records: bytes, version: int = 9,
-            acks: int = -1) -> Any:
-    return client.request(0, version, {
-        "transactional_id": None, "acks": acks, "timeout": 30000,
-        "topic_data": [{"name": topic, "partition_data": [{"index": partition,
-                                                          "records": records}]}],
-    }, expect_response=acks != 0)
+def produce(
+    client: RawClient, topic: str, partition: int, records: bytes, version: int = 9, acks: int = -1
+) -> Any:
+    return client.request(
+        0,
+        version,
+        {
+            "transactional_id": None,
+            "acks": acks,
+            "timeout": 30000,
+            "topic_data": [
+                {"name": topic, "partition_data": [{"index": partition, "records": records}]}
+            ],
+        },
+        expect_response=acks != 0,
+    )
 
 
-def fetch(client: RawClient, topic: str, partition: int, offset: int, version: int = 12,
-          max_wait: int = 0, min_bytes: int = 1, max_bytes: int = 1 << 20,
-          session_id: int = 0, session_epoch: int = -1, topic_id: Any = None) -> Any:
-    return client.request(1, version, {
-        "replica_id": -1, "replica_state": {"replica_id": -1, "replica_epoch": -1},
-        "max_wait": max_wait, "min_bytes": min_bytes, "max_bytes": max_bytes,
-        "isolation_level": 0, "session_id": session_id, "session_epoch": session_epoch,
-        "topics": [{"topic": topic, "topic_id": topic_id, "partitions": [{
-            "partition": partition, "current_leader_epoch": -1, "fetch_offset": offset,
-            "last_fetched_epoch": -1, "log_start_offset": -1, "partition_max_bytes": max_bytes,
-        }]}],
-        "forgotten_topics_data": [], "rack_id": "",
-    })
+def fetch(
+    client: RawClient,
+    topic: str,
+    partition: int,
+    offset: int,
+    version: int = 12,
+    max_wait: int = 0,
+    min_bytes: int = 1,
+    max_bytes: int = 1 << 20,
+    session_id: int = 0,
+    session_epoch: int = -1,
+    topic_id: Any = None,
+) -> Any:
+    return client.request(
+        1,
+        version,
+        {
+            "replica_id": -1,
+            "replica_state": {"replica_id": -1, "replica_epoch": -1},
+            "max_wait": max_wait,
+            "min_bytes": min_bytes,
+            "max_bytes": max_bytes,
+            "isolation_level": 0,
+            "session_id": session_id,
+            "session_epoch": session_epoch,
+            "topics": [
+                {
+                    "topic": topic,
+                    "topic_id": topic_id,
+                    "partitions": [
+                        {
+                            "partition": partition,
+                            "current_leader_epoch": -1,
+                            "fetch_offset": offset,
+                            "last_fetched_epoch": -1,
+                            "log_start_offset": -1,
+                            "partition_max_bytes": max_bytes,
+                        }
+                    ],
+                }
+            ],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        },
+    )

@@ -92,8 +92,9 @@ def env_with_repo() -> dict[str, str]:
 class BrookProcess:
     """A real ``brook server`` process on a free loopback port, restartable on the same data."""
 
-    def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None,
-                 port: int | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, overrides: dict[str, str] | None = None, port: int | None = None
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.overrides = dict(overrides or {})
@@ -118,8 +119,9 @@ class BrookProcess:
     def start(self, timeout: float = 30.0) -> BrookProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child process
-        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
-                                     env=env_with_repo())
+        self.proc = subprocess.Popen(
+            self.command(), stdout=log, stderr=subprocess.STDOUT, env=env_with_repo()
+        )
         log.close()
         try:
             wait_for_port(self.port, timeout, self.proc)

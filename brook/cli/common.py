@@ -68,8 +68,11 @@ def _join_dash_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[
     while i < len(argv):
         arg = argv[i]
         following = argv[i + 1] if i + 1 < len(argv) else None
-        if arg in one_value and following is not None and following.startswith("-") and (
-            following not in options
+        if (
+            arg in one_value
+            and following is not None
+            and following.startswith("-")
+            and (following not in options)
         ):
             out.append(f"{arg}={following}")
             i += 2

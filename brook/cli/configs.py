@@ -33,47 +33,84 @@ from .common import (
     run,
 )
 
-ENTITY_TYPES = ("topics", "clients", "users", "brokers", "broker-loggers", "ips",
-                "client-metrics", "groups")
+ENTITY_TYPES = (
+    "topics",
+    "clients",
+    "users",
+    "brokers",
+    "broker-loggers",
+    "ips",
+    "client-metrics",
+    "groups",
+)
 SERVED = {"topics": ConfigResourceType.TOPIC, "brokers": ConfigResourceType.BROKER}
 # --topic x is --entity-type topics --entity-name x, and so on.
-SHORTHANDS = {"topic": "topics", "broker": "brokers", "broker_logger": "broker-loggers",
-              "group": "groups", "client": "clients", "user": "users", "ip": "ips",
-              "client_metrics": "client-metrics"}
-DEFAULT_SHORTHANDS = {"broker_defaults": "brokers", "client_defaults": "clients",
-                      "user_defaults": "users", "ip_defaults": "ips"}
+SHORTHANDS = {
+    "topic": "topics",
+    "broker": "brokers",
+    "broker_logger": "broker-loggers",
+    "group": "groups",
+    "client": "clients",
+    "user": "users",
+    "ip": "ips",
+    "client_metrics": "client-metrics",
+}
+DEFAULT_SHORTHANDS = {
+    "broker_defaults": "brokers",
+    "client_defaults": "clients",
+    "user_defaults": "users",
+    "ip_defaults": "ips",
+}
 # Kafka's names for the config sources (ConfigEntry.ConfigSource).
-SOURCE_NAMES = {ConfigSource.CLIENT_METRICS_CONFIG: "DYNAMIC_CLIENT_METRICS_CONFIG",
-                ConfigSource.GROUP_CONFIG: "DYNAMIC_GROUP_CONFIG"}
+SOURCE_NAMES = {
+    ConfigSource.CLIENT_METRICS_CONFIG: "DYNAMIC_CLIENT_METRICS_CONFIG",
+    ConfigSource.GROUP_CONFIG: "DYNAMIC_GROUP_CONFIG",
+}
 _KEY_CHARS = re.compile(r"[$a-zA-Z0-9._-]*")
 # Split on commas outside [...]: "a=1,b=[x,y]" -> "a=1", "b=[x,y]".
 _OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"
 
 
 def build_parser() -> ToolParser:
-    p = ToolParser(prog="brook configs",
-                   description="Describe or alter the configs of topics and brokers.")
+    p = ToolParser(
+        prog="brook configs", description="Describe or alter the configs of topics and brokers."
+    )
     add_connection_args(p, "property file containing configs to be passed to the admin client")
     p.add_argument("--describe", action="store_true", help="list configs for the entity")
     p.add_argument("--alter", action="store_true", help="alter the configuration of the entity")
-    p.add_argument("--all", action="store_true",
-                   help="with --describe, list every config, not only the dynamic ones")
-    p.add_argument("--entity-type", action="append", default=[], choices=ENTITY_TYPES,
-                   help="type of entity")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="with --describe, list every config, not only the dynamic ones",
+    )
+    p.add_argument(
+        "--entity-type", action="append", default=[], choices=ENTITY_TYPES, help="type of entity"
+    )
     p.add_argument("--entity-name", action="append", default=[], help="name of entity")
-    p.add_argument("--entity-default", action="store_true",
-                   help="the cluster-wide default (brokers)")
-    p.add_argument("--add-config", metavar="K1=V1,K2=[V1,V2]",
-                   help="configs to add; square brackets group values that contain commas")
+    p.add_argument(
+        "--entity-default", action="store_true", help="the cluster-wide default (brokers)"
+    )
+    p.add_argument(
+        "--add-config",
+        metavar="K1=V1,K2=[V1,V2]",
+        help="configs to add; square brackets group values that contain commas",
+    )
     p.add_argument("--add-config-file", metavar="FILE", help="a properties file of configs to add")
-    p.add_argument("--delete-config", action="append", default=[], metavar="K1,K2",
-                   help="configs to remove")
+    p.add_argument(
+        "--delete-config", action="append", default=[], metavar="K1,K2", help="configs to remove"
+    )
     for flag, kind in SHORTHANDS.items():
-        p.add_argument(f"--{flag.replace('_', '-')}", metavar="NAME",
-                       help=f"shorthand for --entity-type {kind} --entity-name NAME")
+        p.add_argument(
+            f"--{flag.replace('_', '-')}",
+            metavar="NAME",
+            help=f"shorthand for --entity-type {kind} --entity-name NAME",
+        )
     for flag, kind in DEFAULT_SHORTHANDS.items():
-        p.add_argument(f"--{flag.replace('_', '-')}", action="store_true",
-                       help=f"shorthand for --entity-type {kind} --entity-default")
+        p.add_argument(
+            f"--{flag.replace('_', '-')}",
+            action="store_true",
+            help=f"shorthand for --entity-type {kind} --entity-default",
+        )
     return p
 
 
@@ -119,7 +156,7 @@ def configs_to_add(a: argparse.Namespace) -> dict[str, str]:
             kv = re.split(r"\s*=\s*" + _OUTSIDE_BRACKETS, pair)
             if len(kv) != 2:
                 raise CommandError(
-                    'Invalid entity config: all configs to be added must be in the format '
+                    "Invalid entity config: all configs to be added must be in the format "
                     '"key=val" or "key=[val1,val2]" to group values which contain commas.'
                 )
             props[kv[0].strip()] = re.sub(r"\[?\]?", "", kv[1]).strip()
@@ -136,8 +173,9 @@ def configs_to_delete(a: argparse.Namespace) -> list[str]:
 def served_type(kind: str) -> ConfigResourceType:
     rtype = SERVED.get(kind)
     if rtype is None:
-        raise CommandError(f"{kind} configs are not supported: Brook brokers serve topic and "
-                           "broker configs only")
+        raise CommandError(
+            f"{kind} configs are not supported: Brook brokers serve topic and broker configs only"
+        )
     return rtype
 
 
@@ -146,8 +184,9 @@ def resource_for(kind: str, name: str) -> ConfigResource:
     if kind == "topics" and not name:
         raise CommandError("--entity-default is not a valid option for entity-type topics")
     if kind == "brokers" and name and not name.isdigit():
-        raise CommandError("The entity name for brokers must be a valid integer broker id, "
-                           f"found: {name}")
+        raise CommandError(
+            f"The entity name for brokers must be a valid integer broker id, found: {name}"
+        )
     return ConfigResource(rtype, name)
 
 
@@ -159,12 +198,15 @@ def dynamic_source(resource: ConfigResource) -> ConfigSource:
     return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
 
 
-def resource_config(admin: Admin, resource: ConfigResource, all_: bool,
-                    synonyms: bool = True) -> list[ConfigEntry]:
+def resource_config(
+    admin: Admin, resource: ConfigResource, all_: bool, synonyms: bool = True
+) -> list[ConfigEntry]:
     described = admin.describe_configs([resource], include_synonyms=synonyms)[resource]
     wanted = None if all_ else dynamic_source(resource)
-    return sorted((e for e in described.values() if wanted is None or e.source == wanted),
-                  key=lambda e: e.name)
+    return sorted(
+        (e for e in described.values() if wanted is None or e.source == wanted),
+        key=lambda e: e.name,
+    )
 
 
 def _source_name(source: ConfigSource) -> str:
@@ -176,10 +218,13 @@ def _text(value: str | None) -> str:
 
 
 def entry_line(entry: ConfigEntry) -> str:
-    synonyms = ", ".join(f"{_source_name(s.source)}:{s.name}={_text(s.value)}"
-                         for s in entry.synonyms)
-    return (f"  {entry.name}={_text(entry.value)} sensitive={str(entry.sensitive).lower()} "
-            f"synonyms={{{synonyms}}}")
+    synonyms = ", ".join(
+        f"{_source_name(s.source)}:{s.name}={_text(s.value)}" for s in entry.synonyms
+    )
+    return (
+        f"  {entry.name}={_text(entry.value)} sensitive={str(entry.sensitive).lower()} "
+        f"synonyms={{{synonyms}}}"
+    )
 
 
 def describe(admin: Admin, kind: str, name: str | None, all_: bool) -> None:

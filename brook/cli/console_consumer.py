@@ -34,44 +34,77 @@ NOOP_FORMATTERS = (
     "org.apache.kafka.tools.consumer.NoOpMessageFormatter",
     "kafka.tools.NoOpMessageFormatter",
 )
-_TIMESTAMP_NAMES = {TimestampType.CREATE_TIME: "CreateTime",
-                    TimestampType.LOG_APPEND_TIME: "LogAppendTime"}
+_TIMESTAMP_NAMES = {
+    TimestampType.CREATE_TIME: "CreateTime",
+    TimestampType.LOG_APPEND_TIME: "LogAppendTime",
+}
 
 
 def build_parser() -> ToolParser:
-    p = ToolParser(prog="brook console-consumer",
-                   description="Read records from topics and write them to standard output.")
+    p = ToolParser(
+        prog="brook console-consumer",
+        description="Read records from topics and write them to standard output.",
+    )
     p.add_argument("--bootstrap-server", help="REQUIRED: the server(s) to connect to")
     p.add_argument("--topic", help="the topic to consume on")
     p.add_argument("--include", help="regular expression of the topics to consume")
     p.add_argument("--partition", type=int, help="the partition to consume from")
-    p.add_argument("--offset", default=None,
-                   help="'earliest', 'latest' (default) or a non-negative offset; needs "
-                        "--partition")
+    p.add_argument(
+        "--offset",
+        default=None,
+        help="'earliest', 'latest' (default) or a non-negative offset; needs --partition",
+    )
     p.add_argument("--group", help="the consumer group to join")
-    p.add_argument("--from-beginning", action="store_true",
-                   help="start with the earliest record when there is no committed offset")
+    p.add_argument(
+        "--from-beginning",
+        action="store_true",
+        help="start with the earliest record when there is no committed offset",
+    )
     p.add_argument("--max-messages", type=int, help="exit after this many records")
     p.add_argument("--timeout-ms", type=int, help="exit when no record arrived for this long")
-    p.add_argument("--skip-message-on-error", action="store_true",
-                   help="skip a record that cannot be formatted instead of stopping")
-    p.add_argument("--formatter", default=DEFAULT_FORMATTERS[0],
-                   help="the formatter class (the default formatter or the no-op one)")
+    p.add_argument(
+        "--skip-message-on-error",
+        action="store_true",
+        help="skip a record that cannot be formatted instead of stopping",
+    )
+    p.add_argument(
+        "--formatter",
+        default=DEFAULT_FORMATTERS[0],
+        help="the formatter class (the default formatter or the no-op one)",
+    )
     p.add_argument("--formatter-config", help="properties file for the formatter")
-    p.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
-                   help="formatter property: print.timestamp, print.key, print.offset, "
-                        "print.partition, print.headers, print.value, key.separator, "
-                        "line.separator, headers.separator, null.literal, key.deserializer, "
-                        "value.deserializer, headers.deserializer")
-    p.add_argument("--consumer-property", action="append", default=[], metavar="KEY=VALUE",
-                   help="a consumer property")
-    p.add_argument("--consumer.config", "--command-config", dest="consumer_config",
-                   metavar="FILE", help="consumer properties file")
+    p.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="formatter property: print.timestamp, print.key, print.offset, "
+        "print.partition, print.headers, print.value, key.separator, "
+        "line.separator, headers.separator, null.literal, key.deserializer, "
+        "value.deserializer, headers.deserializer",
+    )
+    p.add_argument(
+        "--consumer-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a consumer property",
+    )
+    p.add_argument(
+        "--consumer.config",
+        "--command-config",
+        dest="consumer_config",
+        metavar="FILE",
+        help="consumer properties file",
+    )
     p.add_argument("--key-deserializer", help="key deserializer for the formatter")
     p.add_argument("--value-deserializer", help="value deserializer for the formatter")
-    p.add_argument("--isolation-level", default="read_uncommitted",
-                   choices=("read_uncommitted", "read_committed"),
-                   help="read_committed leaves out records of aborted transactions")
+    p.add_argument(
+        "--isolation-level",
+        default="read_uncommitted",
+        choices=("read_uncommitted", "read_committed"),
+        help="read_committed leaves out records of aborted transactions",
+    )
     return p
 
 
@@ -89,8 +122,10 @@ def check_args(p: ToolParser, a: argparse.Namespace) -> None:
     if a.group is not None and a.partition is not None:
         p.fail("Options group and partition cannot be specified together.")
     if a.offset is not None and a.offset not in ("earliest", "latest") and not a.offset.isdigit():
-        p.fail("The provided offset value is incorrect. Valid values are 'earliest', "
-               "'latest', or a non-negative long.")
+        p.fail(
+            "The provided offset value is incorrect. Valid values are 'earliest', "
+            "'latest', or a non-negative long."
+        )
 
 
 class MessageFormatter:
@@ -132,10 +167,12 @@ class MessageFormatter:
             fields.append(f"Offset:{record.offset}".encode())
         if self.print_headers:
             if record.headers:
-                fields.append(self.headers_separator.join(
-                    k.encode() + b":" + self._bytes(v, self.headers_deserializer)
-                    for k, v in record.headers
-                ))
+                fields.append(
+                    self.headers_separator.join(
+                        k.encode() + b":" + self._bytes(v, self.headers_deserializer)
+                        for k, v in record.headers
+                    )
+                )
             else:
                 fields.append(b"NO_HEADERS")
         if self.print_key:
@@ -157,8 +194,10 @@ def consumer_config(a: argparse.Namespace) -> dict[str, Any]:
     props = client_properties(a.bootstrap_server, a.consumer_config, extra=a.consumer_property)
     if a.group is not None:
         if "group.id" in props and props["group.id"] != a.group:
-            raise CommandError(f"Group id from --group ({a.group}) and consumer properties "
-                               f"({props['group.id']}) conflict")
+            raise CommandError(
+                f"Group id from --group ({a.group}) and consumer properties "
+                f"({props['group.id']}) conflict"
+            )
         props["group.id"] = a.group
     if a.from_beginning:
         props["auto.offset.reset"] = "earliest"
@@ -201,24 +240,34 @@ def start(consumer: Consumer, a: argparse.Namespace, grouped: bool, state: _Stat
         consumer.assign(_wait_for_partitions(consumer, a, state))
 
 
-def _wait_for_partitions(consumer: Consumer, a: argparse.Namespace, state: _State
-                         ) -> list[tuple[str, int]]:
+def _wait_for_partitions(
+    consumer: Consumer, a: argparse.Namespace, state: _State
+) -> list[tuple[str, int]]:
     """Every partition of the topics asked for, waiting for them to be created (as a
     subscribed consumer waits), within --timeout-ms when given."""
     allowed = include_list(a.include) if a.include is not None else (lambda t: t == a.topic)
     began = time.monotonic()
     while True:
-        parts = [(t, p.partition) for t, ps in consumer.list_topics().items() if allowed(t)
-                 for p in ps]
+        parts = [
+            (t, p.partition) for t, ps in consumer.list_topics().items() if allowed(t) for p in ps
+        ]
         waited_ms = (time.monotonic() - began) * 1000
-        if parts or state.stop_requested or (a.timeout_ms is not None
-                                             and waited_ms >= a.timeout_ms):
+        if (
+            parts
+            or state.stop_requested
+            or (a.timeout_ms is not None and waited_ms >= a.timeout_ms)
+        ):
             return parts
         time.sleep(0.5)
 
 
-def consume(consumer: Consumer, a: argparse.Namespace, formatter: MessageFormatter | None,
-            out: BinaryIO, state: _State) -> None:
+def consume(
+    consumer: Consumer,
+    a: argparse.Namespace,
+    formatter: MessageFormatter | None,
+    out: BinaryIO,
+    state: _State,
+) -> None:
     last_record = time.monotonic()
     while not state.stop_requested:
         if a.max_messages is not None and state.processed >= a.max_messages:
@@ -240,8 +289,9 @@ def consume(consumer: Consumer, a: argparse.Namespace, formatter: MessageFormatt
                 line = formatter.format(record)
             except Exception as exc:
                 if not a.skip_message_on_error:
-                    raise CommandError(f"Error processing message, terminating consumer "
-                                       f"process: {exc}") from exc
+                    raise CommandError(
+                        f"Error processing message, terminating consumer process: {exc}"
+                    ) from exc
                 continue
             out.write(line)
         out.flush()
@@ -272,8 +322,10 @@ def main(argv: list[str]) -> int:
         elif args.formatter in DEFAULT_FORMATTERS:
             formatter = MessageFormatter(formatter_props)
         else:
-            raise CommandError(f"Unsupported formatter {args.formatter}: use "
-                               f"{DEFAULT_FORMATTERS[0]} or {NOOP_FORMATTERS[0]}")
+            raise CommandError(
+                f"Unsupported formatter {args.formatter}: use "
+                f"{DEFAULT_FORMATTERS[0]} or {NOOP_FORMATTERS[0]}"
+            )
         props = consumer_config(args)
         with Consumer(props) as consumer:
             try:

@@ -26,13 +26,19 @@ Record = tuple[bytes | None, bytes | None, list[tuple[str, bytes | None]]]
 
 
 def build_parser() -> ToolParser:
-    p = ToolParser(prog="brook console-producer",
-                   description="Read lines from standard input and send them as records.")
+    p = ToolParser(
+        prog="brook console-producer",
+        description="Read lines from standard input and send them as records.",
+    )
     p.add_argument("--bootstrap-server", help="REQUIRED: the server(s) to connect to")
     p.add_argument("--topic", help="REQUIRED: the topic to produce records to")
     p.add_argument("--sync", action="store_true", help="send each record and wait for it")
-    p.add_argument("--compression-codec", nargs="?", const="gzip",
-                   help="none, gzip (when given without a value), snappy, lz4 or zstd")
+    p.add_argument(
+        "--compression-codec",
+        nargs="?",
+        const="gzip",
+        help="none, gzip (when given without a value), snappy, lz4 or zstd",
+    )
     p.add_argument("--batch-size", type=int, help="batch.size (default 16384)")
     p.add_argument("--message-send-max-retries", type=int, help="retries (default 3)")
     p.add_argument("--retry-backoff-ms", type=int, help="retry.backoff.ms (default 100)")
@@ -44,13 +50,28 @@ def build_parser() -> ToolParser:
     p.add_argument("--metadata-expiry-ms", type=int, help="metadata.max.age.ms (default 300000)")
     p.add_argument("--socket-buffer-size", type=int, help="send.buffer.bytes (default 102400)")
     p.add_argument("--line-reader", default=LINE_READERS[0], help="the record reader class")
-    p.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
-                   help="a line reader property")
+    p.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a line reader property",
+    )
     p.add_argument("--reader-config", help="properties file for the line reader")
-    p.add_argument("--producer-property", action="append", default=[], metavar="KEY=VALUE",
-                   help="a producer property")
-    p.add_argument("--producer.config", "--command-config", dest="producer_config",
-                   metavar="FILE", help="producer properties file")
+    p.add_argument(
+        "--producer-property",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a producer property",
+    )
+    p.add_argument(
+        "--producer.config",
+        "--command-config",
+        dest="producer_config",
+        metavar="FILE",
+        help="producer properties file",
+    )
     return p
 
 
@@ -99,17 +120,28 @@ class LineReader:
         self.headers_key_separator = props.get("headers.key.separator", ":")
         self.null_marker = props.get("null.marker")
         pairs = [
-            ("headers.delimiter", self.headers_delimiter, "headers.separator",
-             self.headers_separator),
-            ("headers.delimiter", self.headers_delimiter, "headers.key.separator",
-             self.headers_key_separator),
-            ("headers.separator", self.headers_separator, "headers.key.separator",
-             self.headers_key_separator),
+            (
+                "headers.delimiter",
+                self.headers_delimiter,
+                "headers.separator",
+                self.headers_separator,
+            ),
+            (
+                "headers.delimiter",
+                self.headers_delimiter,
+                "headers.key.separator",
+                self.headers_key_separator,
+            ),
+            (
+                "headers.separator",
+                self.headers_separator,
+                "headers.key.separator",
+                self.headers_key_separator,
+            ),
             ("null.marker", self.null_marker, "key.separator", self.key_separator),
             ("null.marker", self.null_marker, "headers.separator", self.headers_separator),
             ("null.marker", self.null_marker, "headers.delimiter", self.headers_delimiter),
-            ("null.marker", self.null_marker, "headers.key.separator",
-             self.headers_key_separator),
+            ("null.marker", self.null_marker, "headers.key.separator", self.headers_key_separator),
         ]
         for name_a, value_a, name_b, value_b in pairs:
             if value_a == value_b:
@@ -118,8 +150,7 @@ class LineReader:
         self.headers_pattern = re.compile(self.headers_separator)
         self.line_number = 0
 
-    def _cut(self, enabled: bool, line: str, start: int, separator: str, what: str
-             ) -> str | None:
+    def _cut(self, enabled: bool, line: str, start: int, separator: str, what: str) -> str | None:
         if not enabled:
             return None
         index = line.find(separator, start)
@@ -134,8 +165,9 @@ class LineReader:
 
     def parse(self, line: str) -> Record:
         self.line_number += 1
-        headers_text = self._cut(self.parse_headers, line, 0, self.headers_delimiter,
-                                 "headers delimiter")
+        headers_text = self._cut(
+            self.parse_headers, line, 0, self.headers_delimiter, "headers delimiter"
+        )
         at = 0 if headers_text is None else len(headers_text) + len(self.headers_delimiter)
         key = self._cut(self.parse_key, line, at, self.key_separator, "key separator")
         at += 0 if key is None else len(key) + len(self.key_separator)
@@ -145,15 +177,19 @@ class LineReader:
                 i = pair.find(self.headers_key_separator)
                 if i == -1:
                     if not self.ignore_error:
-                        raise CommandError(f"No header key separator found in pair '{pair}' on "
-                                           f"line number {self.line_number}")
+                        raise CommandError(
+                            f"No header key separator found in pair '{pair}' on "
+                            f"line number {self.line_number}"
+                        )
                     headers.append((pair, None))
                     continue
                 name = pair[:i]
                 if name == self.null_marker:
-                    raise CommandError("Header keys should not be equal to the null marker "
-                                       f"'{self.null_marker}' as they can't be null")
-                headers.append((name, self._bytes(pair[i + len(self.headers_key_separator):])))
+                    raise CommandError(
+                        "Header keys should not be equal to the null marker "
+                        f"'{self.null_marker}' as they can't be null"
+                    )
+                headers.append((name, self._bytes(pair[i + len(self.headers_key_separator) :])))
         return self._bytes(key), self._bytes(line[at:]), headers
 
     def records(self, stream: TextIO) -> Iterator[Record]:
@@ -161,14 +197,16 @@ class LineReader:
             yield self.parse(raw[:-1] if raw.endswith("\n") else raw)
 
 
-def _report_failure(topic: str, key: bytes | None, value: bytes | None
-                    ) -> Any:
+def _report_failure(topic: str, key: bytes | None, value: bytes | None) -> Any:
     def on_delivery(_metadata: RecordMetadata | None, error: BaseException | None) -> None:
         if error is not None:
             key_size = -1 if key is None else len(key)
             value_size = -1 if value is None else len(value)
-            print(f"Error when sending message to topic {topic} with key: {key_size} bytes, "
-                  f"value: {value_size} bytes with error: {error}", file=sys.stderr)
+            print(
+                f"Error when sending message to topic {topic} with key: {key_size} bytes, "
+                f"value: {value_size} bytes with error: {error}",
+                file=sys.stderr,
+            )
 
     return on_delivery
 
@@ -183,8 +221,7 @@ def main(argv: list[str]) -> int:
 
     def body() -> None:
         if args.line_reader not in LINE_READERS:
-            raise CommandError(f"Unsupported line reader {args.line_reader}: use "
-                               f"{LINE_READERS[0]}")
+            raise CommandError(f"Unsupported line reader {args.line_reader}: use {LINE_READERS[0]}")
         reader_props = load_properties_file(args.reader_config) if args.reader_config else {}
         for item in args.property:
             name, sep, value = item.partition("=")
@@ -194,8 +231,13 @@ def main(argv: list[str]) -> int:
         reader = LineReader(reader_props)
         with Producer(producer_config(args)) as producer:
             for key, value, headers in reader.records(sys.stdin):
-                future = producer.send(args.topic, value, key, headers=headers or None,
-                                       on_delivery=_report_failure(args.topic, key, value))
+                future = producer.send(
+                    args.topic,
+                    value,
+                    key,
+                    headers=headers or None,
+                    on_delivery=_report_failure(args.topic, key, value),
+                )
                 if args.sync:
                     future.result()
 

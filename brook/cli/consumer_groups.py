@@ -118,17 +118,31 @@ def build_parser() -> ToolParser:
     a("--validate-regex", metavar="REGEX", help="validate a regular expression")
     a("--group", action="append", default=[], help="the consumer group we wish to act on")
     a("--all-groups", action="store_true", help="apply to all consumer groups")
-    a("--topic", action="append", default=[],
-      help="topic (reset-offsets: 'topic' or 'topic:0,1,2'; delete-offsets: topics)")
+    a(
+        "--topic",
+        action="append",
+        default=[],
+        help="topic (reset-offsets: 'topic' or 'topic:0,1,2'; delete-offsets: topics)",
+    )
     a("--all-topics", action="store_true", help="all topics of the group (reset-offsets)")
     a("--timeout", type=int, default=5000, help="timeout (ms) of admin calls (default 5000)")
     a("--members", action="store_true", help="describe members of the group")
     a("--offsets", action="store_true", help="describe partitions with their lag (the default)")
     a("--verbose", action="store_true", help="provide additional information")
-    a("--state", nargs="?", const="", default=None,
-      help="with --describe: the group's state; with --list: show (or filter by) states")
-    a("--type", nargs="?", const="", default=None,
-      help="with --list: show (or filter by) group types (classic, consumer)")
+    a(
+        "--state",
+        nargs="?",
+        const="",
+        default=None,
+        help="with --describe: the group's state; with --list: show (or filter by) states",
+    )
+    a(
+        "--type",
+        nargs="?",
+        const="",
+        default=None,
+        help="with --list: show (or filter by) group types (classic, consumer)",
+    )
     a("--dry-run", action="store_true", help="only show results (the default)")
     a("--execute", action="store_true", help="execute the offset reset")
     a("--export", action="store_true", help="export the reset plan as CSV")
@@ -468,9 +482,7 @@ def parse_topic_partitions(arg: str) -> list[TopicPartition]:
         try:
             out.append(TopicPartition(parts[0], int(p)))
         except ValueError:
-            raise ValueError(
-                f"Invalid partition '{p}' specified in topic arg '{arg}''"
-            ) from None
+            raise ValueError(f"Invalid partition '{p}' specified in topic arg '{arg}''") from None
     return out
 
 

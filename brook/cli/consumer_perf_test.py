@@ -27,31 +27,64 @@ MB = 1024 * 1024
 
 
 def build_parser() -> ToolParser:
-    p = ToolParser(prog="brook consumer-perf-test",
-                   description="This tool is used to verify the consumer performance.")
+    p = ToolParser(
+        prog="brook consumer-perf-test",
+        description="This tool is used to verify the consumer performance.",
+    )
     p.add_argument("--bootstrap-server", help="REQUIRED: the server(s) to connect to")
     p.add_argument("--topic", help="the topic to consume from")
     p.add_argument("--include", help="regular expression of the topics to consume")
-    p.add_argument("--group", default=f"perf-consumer-{random.randrange(100_000)}",
-                   help="the group id to consume on")
+    p.add_argument(
+        "--group",
+        default=f"perf-consumer-{random.randrange(100_000)}",
+        help="the group id to consume on",
+    )
     p.add_argument("--messages", type=int, help="REQUIRED: the number of messages to consume")
-    p.add_argument("--fetch-size", type=int, default=1024 * 1024,
-                   help="max.partition.fetch.bytes (default 1048576)")
-    p.add_argument("--from-latest", action="store_true",
-                   help="without a committed offset, start at the latest record")
-    p.add_argument("--socket-buffer-size", type=int, default=2 * 1024 * 1024,
-                   help="receive.buffer.bytes (default 2097152)")
-    p.add_argument("--consumer.config", "--command-config", dest="consumer_config",
-                   metavar="FILE", help="consumer config properties file")
+    p.add_argument(
+        "--fetch-size",
+        type=int,
+        default=1024 * 1024,
+        help="max.partition.fetch.bytes (default 1048576)",
+    )
+    p.add_argument(
+        "--from-latest",
+        action="store_true",
+        help="without a committed offset, start at the latest record",
+    )
+    p.add_argument(
+        "--socket-buffer-size",
+        type=int,
+        default=2 * 1024 * 1024,
+        help="receive.buffer.bytes (default 2097152)",
+    )
+    p.add_argument(
+        "--consumer.config",
+        "--command-config",
+        dest="consumer_config",
+        metavar="FILE",
+        help="consumer config properties file",
+    )
     p.add_argument("--print-metrics", action="store_true", help="print the metrics")
-    p.add_argument("--show-detailed-stats", action="store_true",
-                   help="report stats every --reporting-interval")
-    p.add_argument("--timeout", type=int, default=10_000,
-                   help="most ms allowed between returned records (default 10000)")
-    p.add_argument("--reporting-interval", type=int, default=5000,
-                   help="ms between detailed stats (default 5000)")
-    p.add_argument("--date-format", default="%Y-%m-%d %H:%M:%S:%f",
-                   help="strftime format of the reported times")
+    p.add_argument(
+        "--show-detailed-stats", action="store_true", help="report stats every --reporting-interval"
+    )
+    p.add_argument(
+        "--timeout",
+        type=int,
+        default=10_000,
+        help="most ms allowed between returned records (default 10000)",
+    )
+    p.add_argument(
+        "--reporting-interval",
+        type=int,
+        default=5000,
+        help="ms between detailed stats (default 5000)",
+    )
+    p.add_argument(
+        "--date-format",
+        default="%Y-%m-%d %H:%M:%S:%f",
+        help="strftime format of the reported times",
+    )
     p.add_argument("--hide-header", action="store_true", help="leave out the header line")
     return p
 
@@ -84,8 +117,10 @@ class RebalanceTimer:
 
 def header(detailed: bool) -> str:
     first = "time, threadId" if detailed else "start.time, end.time"
-    return (f"{first}, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
-            "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
+    return (
+        f"{first}, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
+        "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec"
+    )
 
 
 def _date(fmt: str, seconds: float) -> str:
@@ -96,13 +131,15 @@ def _date(fmt: str, seconds: float) -> str:
 
 def consumer_config(a: argparse.Namespace) -> dict[str, Any]:
     props = client_properties(a.bootstrap_server, a.consumer_config)
-    props.update({
-        "group.id": a.group,
-        "receive.buffer.bytes": a.socket_buffer_size,
-        "max.partition.fetch.bytes": a.fetch_size,
-        "auto.offset.reset": "latest" if a.from_latest else "earliest",
-        "check.crcs": False,
-    })
+    props.update(
+        {
+            "group.id": a.group,
+            "receive.buffer.bytes": a.socket_buffer_size,
+            "max.partition.fetch.bytes": a.fetch_size,
+            "auto.offset.reset": "latest" if a.from_latest else "earliest",
+            "check.crcs": False,
+        }
+    )
     props.setdefault("client.id", "perf-consumer-client")
     return props
 
@@ -131,17 +168,31 @@ def run_test(a: argparse.Namespace) -> None:
             for record in records:
                 messages += 1
                 read_bytes += max(0, record.serialized_key_size) + max(
-                    0, record.serialized_value_size)
+                    0, record.serialized_value_size
+                )
                 if (now - last_report) * 1000 >= a.reporting_interval:
                     if a.show_detailed_stats:
-                        print(progress_line(a, read_bytes, last_bytes, messages, last_messages,
-                                            last_report, now, timer.round_ms), flush=True)
+                        print(
+                            progress_line(
+                                a,
+                                read_bytes,
+                                last_bytes,
+                                messages,
+                                last_messages,
+                                last_report,
+                                now,
+                                timer.round_ms,
+                            ),
+                            flush=True,
+                        )
                     timer.round_ms = 0
                     last_report, last_messages, last_bytes = now, messages, read_bytes
         if messages < a.messages:
-            print(f"WARNING: Exiting before consuming the expected number of messages: timeout "
-                  f"({a.timeout} ms) exceeded. You can use the --timeout option to increase the "
-                  "timeout.")
+            print(
+                f"WARNING: Exiting before consuming the expected number of messages: timeout "
+                f"({a.timeout} ms) exceeded. You can use the --timeout option to increase the "
+                "timeout."
+            )
         end = time.time()
         metrics = consumer.metrics() if a.print_metrics else None
     elapsed = max(end - start, 1e-3)
@@ -149,24 +200,36 @@ def run_test(a: argparse.Namespace) -> None:
     mb = read_bytes / MB
     fetch_s = fetch_ms / 1000
     if not a.show_detailed_stats:
-        print(f"{_date(a.date_format, start)}, {_date(a.date_format, end)}, {mb:.4f}, "
-              f"{mb / elapsed:.4f}, {messages}, {messages / elapsed:.4f}, {timer.total_ms}, "
-              f"{fetch_ms}, {_ratio(mb, fetch_s)}, {_ratio(messages, fetch_s)}")
+        print(
+            f"{_date(a.date_format, start)}, {_date(a.date_format, end)}, {mb:.4f}, "
+            f"{mb / elapsed:.4f}, {messages}, {messages / elapsed:.4f}, {timer.total_ms}, "
+            f"{fetch_ms}, {_ratio(mb, fetch_s)}, {_ratio(messages, fetch_s)}"
+        )
     if metrics:
         print(format_metrics(metrics))
 
 
-def progress_line(a: argparse.Namespace, read_bytes: int, last_bytes: int, messages: int,
-                  last_messages: int, start: float, end: float, join_ms: int) -> str:
+def progress_line(
+    a: argparse.Namespace,
+    read_bytes: int,
+    last_bytes: int,
+    messages: int,
+    last_messages: int,
+    start: float,
+    end: float,
+    join_ms: int,
+) -> str:
     elapsed_ms = max((end - start) * 1000, 1e-3)
     interval_mb = (read_bytes - last_bytes) / MB
     fetch_ms = int(elapsed_ms) - join_ms
     fetch_mb_s = 0.0 if fetch_ms <= 0 else 1000 * interval_mb / fetch_ms
     fetch_msg_s = 0.0 if fetch_ms <= 0 else 1000 * (messages - last_messages) / fetch_ms
-    return (f"{_date(a.date_format, end)}, 0, {read_bytes / MB:.4f}, "
-            f"{1000 * interval_mb / elapsed_ms:.4f}, {messages}, "
-            f"{1000 * (messages - last_messages) / elapsed_ms:.4f}, {join_ms}, {fetch_ms}, "
-            f"{fetch_mb_s:.4f}, {fetch_msg_s:.4f}")
+    return (
+        f"{_date(a.date_format, end)}, 0, {read_bytes / MB:.4f}, "
+        f"{1000 * interval_mb / elapsed_ms:.4f}, {messages}, "
+        f"{1000 * (messages - last_messages) / elapsed_ms:.4f}, {join_ms}, {fetch_ms}, "
+        f"{fetch_mb_s:.4f}, {fetch_msg_s:.4f}"
+    )
 
 
 def _ratio(amount: float, seconds: float) -> str:

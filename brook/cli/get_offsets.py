@@ -39,19 +39,28 @@ Filter = Callable[[str, int], bool]
 
 
 def build_parser() -> ToolParser:
-    p = ToolParser(prog="brook get-offsets",
-                   description="An interactive shell for getting topic-partition offsets.")
+    p = ToolParser(
+        prog="brook get-offsets",
+        description="An interactive shell for getting topic-partition offsets.",
+    )
     add_connection_args(p, "property file containing configs to be passed to the admin client")
-    p.add_argument("--topic-partitions", metavar="topic1:1,topic2:0-3,topic3,topic4:5-,topic5:-3",
-                   help="comma separated topic-partition patterns: a topic regex, then an "
-                        "optional ':' and a partition, a range N-M (M exclusive), N- or -M")
+    p.add_argument(
+        "--topic-partitions",
+        metavar="topic1:1,topic2:0-3,topic3,topic4:5-,topic5:-3",
+        help="comma separated topic-partition patterns: a topic regex, then an "
+        "optional ':' and a partition, a range N-M (M exclusive), N- or -M",
+    )
     p.add_argument("--topic", help="the topic (a regular expression); default: every topic")
     p.add_argument("--partitions", help="comma separated partition ids; default: all")
-    p.add_argument("--time", default="latest",
-                   help="<timestamp> / -1 or latest / -2 or earliest / -3 or max-timestamp / "
-                        "-4 or earliest-local / -5 or latest-tiered (default latest)")
-    p.add_argument("--exclude-internal-topics", action="store_true",
-                   help="leave out internal topics")
+    p.add_argument(
+        "--time",
+        default="latest",
+        help="<timestamp> / -1 or latest / -2 or earliest / -3 or max-timestamp / "
+        "-4 or earliest-local / -5 or latest-tiered (default latest)",
+    )
+    p.add_argument(
+        "--exclude-internal-topics", action="store_true", help="leave out internal topics"
+    )
     return p
 
 
@@ -100,13 +109,16 @@ def topic_and_partitions_filter(topic: str | None, partitions: str | None) -> Fi
     try:
         wanted = {int(x.strip()) for x in partitions.split(",")}
     except ValueError:
-        raise CommandError("--partitions expects a comma separated list of numeric partition "
-                           f"ids, but received: {partitions}") from None
+        raise CommandError(
+            "--partitions expects a comma separated list of numeric partition "
+            f"ids, but received: {partitions}"
+        ) from None
     return lambda t, p: topic_ok(t) and p in wanted
 
 
-def fetch_offsets(admin: Admin, keep: Filter, spec: int, exclude_internal: bool
-                  ) -> dict[tuple[str, int], int]:
+def fetch_offsets(
+    admin: Admin, keep: Filter, spec: int, exclude_internal: bool
+) -> dict[tuple[str, int], int]:
     topics = list(admin.list_topics(include_internal=not exclude_internal))
     described = admin.describe_topics(topics) if topics else {}
     partitions = [
@@ -123,8 +135,10 @@ def fetch_offsets(admin: Admin, keep: Filter, spec: int, exclude_internal: bool
     except AdminError as exc:
         listed, failed = exc.results, exc.errors
     for tp, err in sorted(failed.items(), key=lambda kv: _tp_text(kv[0])):
-        print(f"Skip getting offsets for topic-partition {_tp_text(tp)} due to error: {err}",
-              file=sys.stderr)
+        print(
+            f"Skip getting offsets for topic-partition {_tp_text(tp)} due to error: {err}",
+            file=sys.stderr,
+        )
     return {(tp[0], tp[1]): r.offset for tp, r in listed.items() if r.offset != -1}
 
 
@@ -133,7 +147,7 @@ def main(argv: list[str]) -> int:
     args = parse_args(parser, argv)
     try:
         if not args.bootstrap_server:
-            parser.fail("Missing required argument \"[bootstrap-server]\"")
+            parser.fail('Missing required argument "[bootstrap-server]"')
         if args.topic_partitions and (args.topic or args.partitions):
             raise CommandError("--topic-partitions cannot be used with --topic or --partitions")
         spec = parse_time(args.time)
@@ -141,8 +155,9 @@ def main(argv: list[str]) -> int:
             keep = pattern_list_filter(args.topic_partitions)
         else:
             keep = topic_and_partitions_filter(args.topic, args.partitions)
-        props = client_properties(args.bootstrap_server, args.command_config,
-                                  overrides={"client.id": "GetOffsetShell"})
+        props = client_properties(
+            args.bootstrap_server, args.command_config, overrides={"client.id": "GetOffsetShell"}
+        )
         with Admin(props) as admin:
             offsets = fetch_offsets(admin, keep, spec, args.exclude_internal_topics)
     except (CommandError, ConfigError, KafkaError) as exc:

@@ -13,16 +13,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "topics": ("brook.cli.topics", "create, delete, describe or change topics (kafka-topics)"),
     "configs": ("brook.cli.configs", "describe or alter topic and broker configs (kafka-configs)"),
     "console-consumer": (
-        "brook.cli.console_consumer", "print records to stdout (kafka-console-consumer)"
+        "brook.cli.console_consumer",
+        "print records to stdout (kafka-console-consumer)",
     ),
     "console-producer": (
-        "brook.cli.console_producer", "send lines of stdin as records (kafka-console-producer)"
+        "brook.cli.console_producer",
+        "send lines of stdin as records (kafka-console-producer)",
     ),
     "producer-perf-test": (
-        "brook.cli.producer_perf_test", "producer throughput and latency (kafka-producer-perf-test)"
+        "brook.cli.producer_perf_test",
+        "producer throughput and latency (kafka-producer-perf-test)",
     ),
     "consumer-perf-test": (
-        "brook.cli.consumer_perf_test", "consumer throughput (kafka-consumer-perf-test)"
+        "brook.cli.consumer_perf_test",
+        "consumer throughput (kafka-consumer-perf-test)",
     ),
     "get-offsets": ("brook.cli.get_offsets", "offsets of partitions at a time (kafka-get-offsets)"),
     "consumer-groups": (

@@ -31,30 +31,56 @@ REPORTING_INTERVAL_MS = 5000
 
 
 def build_parser() -> ToolParser:
-    p = ToolParser(prog="brook producer-perf-test",
-                   description="This tool is used to verify the producer performance.")
+    p = ToolParser(
+        prog="brook producer-perf-test",
+        description="This tool is used to verify the producer performance.",
+    )
     p.add_argument("--topic", required=True, help="produce messages to this topic")
     p.add_argument("--num-records", type=int, required=True, help="number of messages to produce")
     payload = p.add_mutually_exclusive_group(required=True)
     payload.add_argument("--record-size", type=int, help="message size in bytes")
-    payload.add_argument("--payload-file",
-                         help="file of UTF-8 payloads, one picked at random per message")
-    payload.add_argument("--payload-monotonic", action="store_true",
-                         help="payloads are increasing integers")
-    p.add_argument("--payload-delimiter", default="\\n",
-                   help="delimiter of the payloads in --payload-file (default: new line)")
-    p.add_argument("--throughput", type=float, required=True,
-                   help="throttle to about THROUGHPUT messages/sec; -1 disables throttling")
-    p.add_argument("--producer-props", nargs="+", default=None, metavar="PROP-NAME=PROP-VALUE",
-                   help="producer properties; they take precedence over --producer.config")
-    p.add_argument("--producer.config", "--command-config", dest="producer_config",
-                   metavar="CONFIG-FILE", help="producer config properties file")
+    payload.add_argument(
+        "--payload-file", help="file of UTF-8 payloads, one picked at random per message"
+    )
+    payload.add_argument(
+        "--payload-monotonic", action="store_true", help="payloads are increasing integers"
+    )
+    p.add_argument(
+        "--payload-delimiter",
+        default="\\n",
+        help="delimiter of the payloads in --payload-file (default: new line)",
+    )
+    p.add_argument(
+        "--throughput",
+        type=float,
+        required=True,
+        help="throttle to about THROUGHPUT messages/sec; -1 disables throttling",
+    )
+    p.add_argument(
+        "--producer-props",
+        nargs="+",
+        default=None,
+        metavar="PROP-NAME=PROP-VALUE",
+        help="producer properties; they take precedence over --producer.config",
+    )
+    p.add_argument(
+        "--producer.config",
+        "--command-config",
+        dest="producer_config",
+        metavar="CONFIG-FILE",
+        help="producer config properties file",
+    )
     p.add_argument("--print-metrics", action="store_true", help="print metrics at the end")
-    p.add_argument("--warmup-records", type=int, default=0,
-                   help="records left out of the steady-state statistics (default: 0)")
+    p.add_argument(
+        "--warmup-records",
+        type=int,
+        default=0,
+        help="records left out of the steady-state statistics (default: 0)",
+    )
     p.add_argument("--transactional-id", help="not supported: Brook has no transactions")
-    p.add_argument("--transaction-duration-ms", type=int,
-                   help="not supported: Brook has no transactions")
+    p.add_argument(
+        "--transaction-duration-ms", type=int, help="not supported: Brook has no transactions"
+    )
     return p
 
 
@@ -124,11 +150,14 @@ class Stats:
 
     def print_window(self) -> None:
         elapsed = max(1, _now_ms() - self.window_start)
-        print(f"{self.window_count} records sent, "
-              f"{1000 * self.window_count / elapsed:.1f} records/sec "
-              f"({1000 * self.window_bytes / elapsed / (1024 * 1024):.2f} MB/sec), "
-              f"{self.window_total_latency / max(1, self.window_count):.1f} ms avg latency, "
-              f"{float(self.window_max_latency):.1f} ms max latency.", flush=True)
+        print(
+            f"{self.window_count} records sent, "
+            f"{1000 * self.window_count / elapsed:.1f} records/sec "
+            f"({1000 * self.window_bytes / elapsed / (1024 * 1024):.2f} MB/sec), "
+            f"{self.window_total_latency / max(1, self.window_count):.1f} ms avg latency, "
+            f"{float(self.window_max_latency):.1f} ms max latency.",
+            flush=True,
+        )
 
     def total_line(self) -> str:
         elapsed = max(1, _now_ms() - self.start)
@@ -189,13 +218,17 @@ def check_args(a: argparse.Namespace) -> None:
     if a.num_records <= 0:
         raise CommandError("--num-records should be greater than zero")
     if a.warmup_records >= a.num_records:
-        raise CommandError("The value for --warmup-records must be strictly fewer than the "
-                           "number of records in the test, --num-records.")
+        raise CommandError(
+            "The value for --warmup-records must be strictly fewer than the "
+            "number of records in the test, --num-records."
+        )
     if a.record_size is not None and a.record_size <= 0:
         raise CommandError("--record-size should be greater than zero")
     if a.transactional_id is not None or a.transaction_duration_ms is not None:
-        raise CommandError("Transactions are not supported by Brook: drop --transactional-id "
-                           "and --transaction-duration-ms")
+        raise CommandError(
+            "Transactions are not supported by Brook: drop --transactional-id "
+            "and --transaction-duration-ms"
+        )
 
 
 def run_test(a: argparse.Namespace) -> None:
@@ -203,8 +236,10 @@ def run_test(a: argparse.Namespace) -> None:
     payload_for = payloads(a)
     with Producer(producer_config(a)) as producer:
         if a.warmup_records > 0:
-            print(f"Warmup first {a.warmup_records} records. Steady state results will print "
-                  "after the complete test summary.")
+            print(
+                f"Warmup first {a.warmup_records} records. Steady state results will print "
+                "after the complete test summary."
+            )
         stats = Stats(a.num_records)
         steady: Stats | None = None
         start_ms = _now_ms()
@@ -229,8 +264,9 @@ def run_test(a: argparse.Namespace) -> None:
             print(format_metrics(producer.metrics()))
 
 
-def _callback(start: int, size: int, stats: Stats, steady: Stats | None
-              ) -> Callable[[Any, BaseException | None], None]:
+def _callback(
+    start: int, size: int, stats: Stats, steady: Stats | None
+) -> Callable[[Any, BaseException | None], None]:
     def on_delivery(_metadata: Any, error: BaseException | None) -> None:
         if error is not None:
             print(f"Error sending record: {error}", file=sys.stderr)

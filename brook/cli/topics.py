@@ -54,30 +54,65 @@ def build_parser() -> ToolParser:
     p.add_argument("--describe", action="store_true", help="list details for the given topics")
     p.add_argument("--topic", help="the topic (a regular expression, except with --create)")
     p.add_argument("--topic-id", help="the topic id to describe")
-    p.add_argument("--config", action="append", default=[], metavar="NAME=VALUE",
-                   help="a topic configuration override for the topic being created")
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a topic configuration override for the topic being created",
+    )
     p.add_argument("--partitions", type=int, help="number of partitions (create or alter)")
     p.add_argument("--replication-factor", type=int, help="replication factor (create)")
-    p.add_argument("--replica-assignment", metavar="B1:B2,B3:B4,...",
-                   help="manual partition-to-broker assignments (create or alter)")
-    p.add_argument("--under-replicated-partitions", action="store_true",
-                   help="when describing, only show under-replicated partitions")
-    p.add_argument("--unavailable-partitions", action="store_true",
-                   help="when describing, only show partitions whose leader is not available")
-    p.add_argument("--under-min-isr-partitions", action="store_true",
-                   help="when describing, only show partitions with fewer ISR than the minimum")
-    p.add_argument("--at-min-isr-partitions", action="store_true",
-                   help="when describing, only show partitions whose ISR equals the minimum")
-    p.add_argument("--topics-with-overrides", action="store_true",
-                   help="when describing, only show topics that have overridden configs")
-    p.add_argument("--if-exists", action="store_true",
-                   help="alter, delete or describe only if the topic exists")
-    p.add_argument("--if-not-exists", action="store_true",
-                   help="do not fail create if the topic already exists")
-    p.add_argument("--exclude-internal", action="store_true",
-                   help="exclude internal topics when listing or describing")
-    p.add_argument("--partition-size-limit-per-response", type=int,
-                   help="accepted for compatibility; partitions are described in one request")
+    p.add_argument(
+        "--replica-assignment",
+        metavar="B1:B2,B3:B4,...",
+        help="manual partition-to-broker assignments (create or alter)",
+    )
+    p.add_argument(
+        "--under-replicated-partitions",
+        action="store_true",
+        help="when describing, only show under-replicated partitions",
+    )
+    p.add_argument(
+        "--unavailable-partitions",
+        action="store_true",
+        help="when describing, only show partitions whose leader is not available",
+    )
+    p.add_argument(
+        "--under-min-isr-partitions",
+        action="store_true",
+        help="when describing, only show partitions with fewer ISR than the minimum",
+    )
+    p.add_argument(
+        "--at-min-isr-partitions",
+        action="store_true",
+        help="when describing, only show partitions whose ISR equals the minimum",
+    )
+    p.add_argument(
+        "--topics-with-overrides",
+        action="store_true",
+        help="when describing, only show topics that have overridden configs",
+    )
+    p.add_argument(
+        "--if-exists",
+        action="store_true",
+        help="alter, delete or describe only if the topic exists",
+    )
+    p.add_argument(
+        "--if-not-exists",
+        action="store_true",
+        help="do not fail create if the topic already exists",
+    )
+    p.add_argument(
+        "--exclude-internal",
+        action="store_true",
+        help="exclude internal topics when listing or describing",
+    )
+    p.add_argument(
+        "--partition-size-limit-per-response",
+        type=int,
+        help="accepted for compatibility; partitions are described in one request",
+    )
     return p
 
 
@@ -85,15 +120,17 @@ def check_args(p: ToolParser, a: argparse.Namespace) -> None:
     """TopicCommandOptions.checkArgs: one action, required and forbidden combinations."""
     chosen = [name for name in ACTIONS if getattr(a, name)]
     if len(chosen) != 1:
-        p.fail("Command must include exactly one action: --list, --describe, --create, "
-               "--alter or --delete")
+        p.fail(
+            "Command must include exactly one action: --list, --describe, --create, "
+            "--alter or --delete"
+        )
     action = chosen[0]
     if not a.bootstrap_server:
         raise CommandError("--bootstrap-server must be specified")
     if action not in ("list", "describe") and not a.topic:
-        p.fail("Missing required argument \"[topic]\"")
+        p.fail('Missing required argument "[topic]"')
     if action == "alter" and a.partitions is None:
-        p.fail("Missing required argument \"[partitions]\"")
+        p.fail('Missing required argument "[partitions]"')
     only = {
         "config": ("alter", "create"),
         "partitions": ("alter", "create"),
@@ -107,18 +144,23 @@ def check_args(p: ToolParser, a: argparse.Namespace) -> None:
     }
     for opt, allowed in only.items():
         if getattr(a, opt) and action not in allowed:
-            p.fail(f"Option \"[{opt.replace('_', '-')}]\" can't be used with option "
-                   f"\"[{action}]\"")
+            p.fail(f'Option "[{opt.replace("_", "-")}]" can\'t be used with option "[{action}]"')
     if action == "alter" and a.config:
-        p.fail("Option \"[config]\" can't be used with option \"[alter]\" "
-               "(To alter topic configurations, the brook configs tool can be used.)")
-    if action == "create" and a.replica_assignment and (
-        a.partitions is not None or a.replication_factor is not None
+        p.fail(
+            'Option "[config]" can\'t be used with option "[alter]" '
+            "(To alter topic configurations, the brook configs tool can be used.)"
+        )
+    if (
+        action == "create"
+        and a.replica_assignment
+        and (a.partitions is not None or a.replication_factor is not None)
     ):
-        p.fail("Option \"[replica-assignment]\" can't be used with option \"[partitions]\" "
-               "or \"[replication-factor]\"")
+        p.fail(
+            'Option "[replica-assignment]" can\'t be used with option "[partitions]" '
+            'or "[replication-factor]"'
+        )
     if a.topics_with_overrides and any(getattr(a, r) for r in REPORTS):
-        p.fail("Option \"[topics-with-overrides]\" can't be used with the partition reports")
+        p.fail('Option "[topics-with-overrides]" can\'t be used with the partition reports')
 
 
 def parse_replica_assignment(text: str) -> dict[int, list[int]]:
@@ -127,12 +169,15 @@ def parse_replica_assignment(text: str) -> dict[int, list[int]]:
         try:
             brokers = [int(b.strip()) for b in part.split(":")]
         except ValueError:
-            raise CommandError(f"Invalid replica assignment '{text}': broker ids must be "
-                               "integers") from None
+            raise CommandError(
+                f"Invalid replica assignment '{text}': broker ids must be integers"
+            ) from None
         dupes = sorted({b for b in brokers if brokers.count(b) > 1})
         if dupes:
-            raise CommandError("Partition replica lists may not contain duplicate entries: "
-                               + ",".join(map(str, dupes)))
+            raise CommandError(
+                "Partition replica lists may not contain duplicate entries: "
+                + ",".join(map(str, dupes))
+            )
         if out and len(brokers) != len(out[0]):
             raise CommandError(f"Partition {index} has different replication factor: {brokers}")
         out[index] = brokers
@@ -144,8 +189,10 @@ def parse_topic_configs(items: Sequence[str]) -> dict[str, str]:
     for item in items:
         parts = [s.strip() for s in item.split("=")]
         if len(parts) != 2:
-            raise CommandError('requirement failed: Invalid topic config: all configs to be '
-                               'added must be in the format "key=val".')
+            raise CommandError(
+                "requirement failed: Invalid topic config: all configs to be "
+                'added must be in the format "key=val".'
+            )
         configs[parts[0]] = parts[1]
     return configs
 
@@ -173,9 +220,11 @@ class TopicService:
         if a.partitions is not None and a.partitions < 1:
             raise CommandError("The partitions must be greater than 0")
         if "." in a.topic or "_" in a.topic:
-            print("WARNING: Due to limitations in metric names, topics with a period ('.') or "
-                  "underscore ('_') could collide. To avoid issues it is best to use either, "
-                  "but not both.")
+            print(
+                "WARNING: Due to limitations in metric names, topics with a period ('.') or "
+                "underscore ('_') could collide. To avoid issues it is best to use either, "
+                "but not both."
+            )
         topic = NewTopic(
             a.topic,
             -1 if a.partitions is None else a.partitions,
@@ -209,10 +258,12 @@ class TopicService:
                 t: [full[p] for p in sorted(full) if p >= len(existing[t].partitions)]
                 for t in topics
             }
-        self.admin.create_partitions({
-            t: NewPartitions(self.args.partitions, assignments[t] if assignments else None)
-            for t in topics
-        })
+        self.admin.create_partitions(
+            {
+                t: NewPartitions(self.args.partitions, assignments[t] if assignments else None)
+                for t in topics
+            }
+        )
 
     def delete(self) -> None:
         topics = self.matching_topics()
@@ -266,8 +317,10 @@ def partition_line(part: Any) -> str:
     replicas = ",".join(map(str, part.replicas))
     isr = ",".join(map(str, part.isr))
     # Elr / LastKnownElr come from DescribeTopicPartitions; through Metadata they are unknown.
-    return (f"\tTopic: {part.topic}\tPartition: {part.partition}\tLeader: {leader}"
-            f"\tReplicas: {replicas}\tIsr: {isr}\tElr: N/A\tLastKnownElr: N/A")
+    return (
+        f"\tTopic: {part.topic}\tPartition: {part.partition}\tLeader: {leader}"
+        f"\tReplicas: {replicas}\tIsr: {isr}\tElr: N/A\tLastKnownElr: N/A"
+    )
 
 
 def _min_isr(config: dict[str, ConfigEntry]) -> int:

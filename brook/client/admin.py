@@ -666,7 +666,6 @@ class AsyncAdmin:
             for p in t.partitions
         }
 
-
     # -- consumer groups (brook.client.admin_groups) ---------------------------------------
 
     async def list_consumer_groups(
@@ -720,6 +719,7 @@ class AsyncAdmin:
         self, group_ids: Iterable[str], *, timeout_ms: int | None = None
     ) -> None:
         await admin_groups.delete_consumer_groups(self, group_ids, timeout_ms=timeout_ms)
+
 
 # ---------------------------------------------------------------------------------------------
 # Helpers

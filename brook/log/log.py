@@ -48,6 +48,7 @@ _MAX_CHECKED_PAYLOAD = 64 << 20
 def _timestamp_range(low: int, high: int) -> str:
     return f"a record's timestamp is out of range: it should be within [{low}, {high}]"
 
+
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
 _READ_CACHE_SIZE = 16

@@ -238,4 +238,3 @@ def decompress_bounded(codec: int, data: bytes | memoryview, limit: int) -> byte
             size = min(limit, size * 8)
     except cramjam.DecompressionError as exc:
         raise _decompression_error(codec, exc) from None
-

@@ -217,9 +217,7 @@ def decode_produce_response(version: int, data: Buffer) -> ProduceResponse:
             name = r.string(flexible) or ""
             results: list[PartitionProduceResult] = []
             for _ in range(r.array_length(flexible)):
-                index, error, base_offset, append_time = _PARTITION_ERROR.unpack_from(
-                    r.data, r.pos
-                )
+                index, error, base_offset, append_time = _PARTITION_ERROR.unpack_from(r.data, r.pos)
                 r.pos += _PARTITION_ERROR.size
                 result = PartitionProduceResult(index, error, base_offset, append_time)
                 if version >= 5:

@@ -438,15 +438,37 @@ def decode_records_into(
     """
     if _crecords is None:
         _decode_records_into_py(
-            out, record_type, data, count, base_offset=base_offset,
-            base_timestamp=base_timestamp, topic=topic, partition=partition,
-            timestamp_type=timestamp_type, leader_epoch=leader_epoch, min_offset=min_offset,
-            log_append_time=log_append_time, start=start, end=end,
+            out,
+            record_type,
+            data,
+            count,
+            base_offset=base_offset,
+            base_timestamp=base_timestamp,
+            topic=topic,
+            partition=partition,
+            timestamp_type=timestamp_type,
+            leader_epoch=leader_epoch,
+            min_offset=min_offset,
+            log_append_time=log_append_time,
+            start=start,
+            end=end,
         )
     else:
         _crecords.decode_into(
-            out, record_type, data, count, base_offset, base_timestamp, topic, partition,
-            timestamp_type, leader_epoch, min_offset, log_append_time, start, end,
+            out,
+            record_type,
+            data,
+            count,
+            base_offset,
+            base_timestamp,
+            topic,
+            partition,
+            timestamp_type,
+            leader_epoch,
+            min_offset,
+            log_append_time,
+            start,
+            end,
         )
 
 

@@ -83,9 +83,7 @@ class OffsetReader:
             except AdminError as exc:
                 # A topic deleted between the two calls simply has no partitions now.
                 described = exc.results
-            return {
-                (name, p.partition) for name, d in described.items() for p in d.partitions
-            }
+            return {(name, p.partition) for name, d in described.items() for p in d.partitions}
 
         return self._with_retries(body)
 

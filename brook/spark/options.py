@@ -135,8 +135,15 @@ class SinkOptions:
 # Values
 # ---------------------------------------------------------------------------------------------
 
-_TIME_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000,
-                  "h": 3_600_000, "d": 86_400_000}
+_TIME_UNITS_MS = {
+    "us": 0.001,
+    "ms": 1,
+    "s": 1000,
+    "m": 60_000,
+    "min": 60_000,
+    "h": 3_600_000,
+    "d": 86_400_000,
+}
 
 
 def parse_time_ms(text: str) -> int:
@@ -150,7 +157,7 @@ def parse_time_ms(text: str) -> int:
         )
     number, unit = int(match.group(1)), match.group(2) or "ms"
     if unit not in _TIME_UNITS_MS:
-        raise OptionError(f"Invalid suffix: \"{unit}\" in time string {text}")
+        raise OptionError(f'Invalid suffix: "{unit}" in time string {text}')
     return int(number * _TIME_UNITS_MS[unit])
 
 
@@ -186,7 +193,7 @@ def _lower(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def _client_params(options: Mapping[str, str]) -> dict[str, str]:
-    return {k[len("kafka."):]: v for k, v in options.items() if k.startswith("kafka.")}
+    return {k[len("kafka.") :]: v for k, v in options.items() if k.startswith("kafka.")}
 
 
 def _check_client_keys(params: Mapping[str, str], table_keys: set[str], what: str) -> None:
@@ -279,16 +286,14 @@ def _subscription(options: Mapping[str, str]) -> Subscription:
     if kind == "assign":
         if not value.strip().startswith("{"):
             raise OptionError(
-                f"No topicpartitions to assign as specified value for option 'assign' is "
-                f"'{value}'"
+                f"No topicpartitions to assign as specified value for option 'assign' is '{value}'"
             )
         return Subscription(kind, partitions=tuple(sorted(parse_assign(value))))
     if kind == "subscribe":
         topics = tuple(t.strip() for t in value.split(",") if t.strip())
         if not topics:
             raise OptionError(
-                f"No topics to subscribe to as specified value for option 'subscribe' is "
-                f"'{value}'"
+                f"No topics to subscribe to as specified value for option 'subscribe' is '{value}'"
             )
         return Subscription(kind, topics=topics)
     pattern = value.strip()
@@ -322,8 +327,9 @@ def _offset_limit(
     if timestamp_key in options:
         text = options[timestamp_key].strip()
         try:
-            return OffsetLimit(OffsetLimitKind.TIMESTAMP, timestamp=int(text),
-                               fail_on_no_match=fail)
+            return OffsetLimit(
+                OffsetLimitKind.TIMESTAMP, timestamp=int(text), fail_on_no_match=fail
+            )
         except ValueError:
             raise OptionError(f"Expected a single long value, got {text}") from None
     if by_timestamp_key in options:
@@ -362,7 +368,8 @@ def _check_batch_limits(starting: OffsetLimit, ending: OffsetLimit) -> None:
                     "queries on Kafka"
                 )
     same_kind = starting.kind is ending.kind and starting.kind in (
-        OffsetLimitKind.SPECIFIC, OffsetLimitKind.TIMESTAMPS
+        OffsetLimitKind.SPECIFIC,
+        OffsetLimitKind.TIMESTAMPS,
     )
     if same_kind:
         if set(starting.offsets) != set(ending.offsets):
@@ -441,13 +448,19 @@ def parse_source_options(raw: Mapping[str, str], *, streaming: bool) -> SourceOp
         if "endingoffsetsbytimestamp" in options:
             raise OptionError("ending timestamp not valid in streaming queries")
         starting = _offset_limit(
-            options, "startingtimestamp", "startingoffsetsbytimestamp", "startingoffsets",
+            options,
+            "startingtimestamp",
+            "startingoffsetsbytimestamp",
+            "startingoffsets",
             LATEST_LIMIT,
         )
         ending = LATEST_LIMIT
     else:
         starting = _offset_limit(
-            options, "startingtimestamp", "startingoffsetsbytimestamp", "startingoffsets",
+            options,
+            "startingtimestamp",
+            "startingoffsetsbytimestamp",
+            "startingoffsets",
             EARLIEST_LIMIT,
         )
         ending = _offset_limit(

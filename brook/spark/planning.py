@@ -154,9 +154,7 @@ def split_ranges(
     ranges = [r for r in ranges if r.size > 0]
     if max_records_per_partition is not None:
         ranges = [
-            piece
-            for r in ranges
-            for piece in _cut(r, -(-r.size // max_records_per_partition))
+            piece for r in ranges for piece in _cut(r, -(-r.size // max_records_per_partition))
         ]
         ranges = [r for r in ranges if r.size > 0]
     if min_partitions is not None and len(ranges) < min_partitions:

@@ -1,10 +1,10 @@
 """The streaming job: clicks from Brook, parsed from JSON, then
-  1. every event appended to parquet files (partitioned by page), and
-  2. views per page in 10-second event-time windows, with a 5-second watermark, written back to
-     a Brook topic as JSON (one record per window and page, once the window has closed; events
-     later than the watermark are dropped from the counts, as Spark drops them).
+1. every event appended to parquet files (partitioned by page), and
+2. views per page in 10-second event-time windows, with a 5-second watermark, written back to
+   a Brook topic as JSON (one record per window and page, once the window has closed; events
+   later than the watermark are dropped from the counts, as Spark drops them).
 
-    python -m examples.clickstream.job --bootstrap 127.0.0.1:9092 --out ./data-pipeline/out
+  python -m examples.clickstream.job --bootstrap 127.0.0.1:9092 --out ./data-pipeline/out
 """
 
 from __future__ import annotations
@@ -38,8 +38,11 @@ def start(
         .option("subscribe", clicks)
         .option("startingOffsets", "earliest")
         .load()
-        .select(F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e"),
-                "partition", "offset")
+        .select(
+            F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e"),
+            "partition",
+            "offset",
+        )
         .select("e.*", "partition", "offset")
         .withColumn("event_time", F.timestamp_millis("ts"))
     )
@@ -60,11 +63,15 @@ def start(
         .agg(F.count("*").alias("views"), F.approx_count_distinct("user").alias("users"))
         .select(
             F.col("page").cast("binary").alias("key"),
-            F.to_json(F.struct(
-                F.col("window.start").alias("window_start"),
-                F.col("window.end").alias("window_end"),
-                "page", "views", "users",
-            )).alias("value"),
+            F.to_json(
+                F.struct(
+                    F.col("window.start").alias("window_start"),
+                    F.col("window.end").alias("window_end"),
+                    "page",
+                    "views",
+                    "users",
+                )
+            ).alias("value"),
         )
         .writeStream.format("brook")
         .outputMode("append")  # a window is written once, when the watermark passes its end

@@ -49,10 +49,18 @@ def broker(data_dir: Path, port: int) -> Iterator[str]:
     data_dir.mkdir(parents=True, exist_ok=True)
     log = open(data_dir / "broker.log", "wb")  # noqa: SIM115 - handed to the child process
     proc = subprocess.Popen(
-        [sys.executable, "-m", "brook.cli.main", "server",
-         "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-         "--override", f"log.dirs={data_dir / 'logs'}"],
-        stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "brook.cli.main",
+            "server",
+            "--override",
+            f"listeners=PLAINTEXT://127.0.0.1:{port}",
+            "--override",
+            f"log.dirs={data_dir / 'logs'}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     log.close()
     try:
@@ -77,8 +85,12 @@ def broker(data_dir: Path, port: int) -> Iterator[str]:
 
 def _window_counts(spark: Any, bootstrap: str) -> list[dict[str, Any]]:
     rows = (
-        spark.read.format("brook").option("kafka.bootstrap.servers", bootstrap)
-        .option("subscribe", COUNTS).load().selectExpr("cast(value as string) as v").collect()
+        spark.read.format("brook")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", COUNTS)
+        .load()
+        .selectExpr("cast(value as string) as v")
+        .collect()
     )
     return [json.loads(r.v) for r in rows]
 
@@ -102,8 +114,7 @@ def _print_windows(windows: list[dict[str, Any]]) -> None:
     for w in windows:
         span = f"{w['window_start'][11:19]}-{w['window_end'][11:19]}"
         table[span][w["page"]] = w["views"]
-    print("\nviews per page in 10-second event-time windows (read back from topic "
-          f"'{COUNTS}'):")
+    print(f"\nviews per page in 10-second event-time windows (read back from topic '{COUNTS}'):")
     print(f"{'window (UTC)':<20}" + "".join(f"{p:>10}" for p in PAGES))
     for span in sorted(table):
         print(f"{span:<20}" + "".join(f"{table[span].get(p, 0):>10}" for p in PAGES))
@@ -143,11 +154,16 @@ def main(argv: list[str] | None = None) -> int:
         counted = sum(w["views"] for w in windows)
         _print_windows(windows)
         print(f"\nparquet ({out / 'events'}): {stored.count()} events, per page {per_page}")
-        print(f"views in closed windows: {counted}; dropped as too late for the watermark: "
-              f"{sent.events - counted}")
+        print(
+            f"views in closed windows: {counted}; dropped as too late for the watermark: "
+            f"{sent.events - counted}"
+        )
         ok = per_page == dict(sent.per_page) and counted <= sent.events
-        print("every event sent is in parquet exactly once" if per_page == dict(sent.per_page)
-              else "MISMATCH between the events sent and the parquet output")
+        print(
+            "every event sent is in parquet exactly once"
+            if per_page == dict(sent.per_page)
+            else "MISMATCH between the events sent and the parquet output"
+        )
         spark.stop()
     print("broker and Spark stopped")
     return 0 if ok else 1

@@ -17,8 +17,9 @@ RECORDS = 1000
 @pytest.mark.parametrize(("config", "rule"), [("default", "current"), ("uniform", "kip-2022")])
 def test_kip794_run_parses_the_tools_output_per_node(config: str, rule: str) -> None:
     # Enough records for some 30 partition switches, so that every node gets some.
-    row = kip794_experiment.run_configuration(1, config, RECORDS, 20.0, serial=True,
-                                              switch_rule=rule)
+    row = kip794_experiment.run_configuration(
+        1, config, RECORDS, 20.0, serial=True, switch_rule=rule
+    )
     assert row["records"] == RECORDS
     assert row["switch_rule"] == rule
     assert set(row["nodes"]) == {0, 1, 2}
@@ -32,8 +33,10 @@ def test_kip794_run_parses_the_tools_output_per_node(config: str, rule: str) -> 
 
 
 def test_kip794_model_of_the_two_switch_rules() -> None:
-    rows = {rule: kip794_switch_rule.run_model(rule, False, 0, 2048, 6000)
-            for rule in kip794_switch_rule.RULES}
+    rows = {
+        rule: kip794_switch_rule.run_model(rule, False, 0, 2048, 6000)
+        for rule in kip794_switch_rule.RULES
+    }
     for row in rows.values():
         assert sum(row["record_share"].values()) == pytest.approx(1.0)
         assert all(row["requests"].values())

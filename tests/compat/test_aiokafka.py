@@ -24,15 +24,19 @@ async def _read(consumer: AIOKafkaConsumer, count: int) -> list:
     return got
 
 
-async def _round_trip(bootstrap: str, topic: str, codec: str | None, idempotent: bool,
-                      acks: int | str = 1) -> None:
-    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, compression_type=codec,
-                                enable_idempotence=idempotent, acks=acks)
+async def _round_trip(
+    bootstrap: str, topic: str, codec: str | None, idempotent: bool, acks: int | str = 1
+) -> None:
+    producer = AIOKafkaProducer(
+        bootstrap_servers=bootstrap,
+        compression_type=codec,
+        enable_idempotence=idempotent,
+        acks=acks,
+    )
     await producer.start()
     try:
         for i in range(100):
-            await producer.send(topic, value=f"v{i}".encode(), key=b"k",
-                                headers=[("h", b"1")])
+            await producer.send(topic, value=f"v{i}".encode(), key=b"k", headers=[("h", b"1")])
         await producer.flush()
     finally:
         await producer.stop()
@@ -51,24 +55,28 @@ async def _round_trip(bootstrap: str, topic: str, codec: str | None, idempotent:
 
 
 @pytest.mark.parametrize("codec", [None, "gzip", "snappy", "lz4", "zstd"])
-def test_round_trip_per_codec(brook_session: BrookProcess, unique_topic: str,
-                              codec: str | None) -> None:
+def test_round_trip_per_codec(
+    brook_session: BrookProcess, unique_topic: str, codec: str | None
+) -> None:
     asyncio.run(_round_trip(brook_session.bootstrap, unique_topic, codec, idempotent=False))
 
 
 def test_idempotent_producer(brook_session: BrookProcess, unique_topic: str) -> None:
-    asyncio.run(_round_trip(brook_session.bootstrap, unique_topic, None, idempotent=True,
-                            acks="all"))
+    asyncio.run(
+        _round_trip(brook_session.bootstrap, unique_topic, None, idempotent=True, acks="all")
+    )
 
 
 @pytest.mark.parametrize("acks", [0, 1, "all"])
 def test_acks(brook_session: BrookProcess, unique_topic: str, acks: int | str) -> None:
-    asyncio.run(_round_trip(brook_session.bootstrap, unique_topic, None, idempotent=False,
-                            acks=acks))
+    asyncio.run(
+        _round_trip(brook_session.bootstrap, unique_topic, None, idempotent=False, acks=acks)
+    )
 
 
-def test_seek_end_offset_timestamp_and_null_values(brook_session: BrookProcess,
-                                                   unique_topic: str) -> None:
+def test_seek_end_offset_timestamp_and_null_values(
+    brook_session: BrookProcess, unique_topic: str
+) -> None:
     async def run() -> None:
         b = brook_session.bootstrap
         producer = AIOKafkaProducer(bootstrap_servers=b)
@@ -76,8 +84,12 @@ def test_seek_end_offset_timestamp_and_null_values(brook_session: BrookProcess,
         base = int(time.time() * 1000) - 100_000
         try:
             for i in range(10):
-                await producer.send_and_wait(unique_topic, None if i == 3 else f"v{i}".encode(),
-                                             key=f"k{i}".encode(), timestamp_ms=base + i * 1000)
+                await producer.send_and_wait(
+                    unique_topic,
+                    None if i == 3 else f"v{i}".encode(),
+                    key=f"k{i}".encode(),
+                    timestamp_ms=base + i * 1000,
+                )
             consumer = AIOKafkaConsumer(bootstrap_servers=b, enable_auto_commit=False)
             await consumer.start()
             try:
@@ -92,14 +104,18 @@ def test_seek_end_offset_timestamp_and_null_values(brook_session: BrookProcess,
                 consumer.seek(tp, 2)
                 got = (await _read(consumer, 8))[:3]
                 assert [(m.key, m.value) for m in got] == [
-                    (b"k2", b"v2"), (b"k3", None), (b"k4", b"v4")]
+                    (b"k2", b"v2"),
+                    (b"k3", None),
+                    (b"k4", b"v4"),
+                ]
                 await consumer.seek_to_end(tp)
                 assert await consumer.position(tp) == 10
                 for i in range(3):
                     await producer.send_and_wait(unique_topic, f"new{i}".encode())
                 got = await _read(consumer, 3)
                 assert [(m.offset, m.value) for m in got] == [
-                    (10 + i, f"new{i}".encode()) for i in range(3)]
+                    (10 + i, f"new{i}".encode()) for i in range(3)
+                ]
             finally:
                 await consumer.stop()
         finally:
@@ -113,8 +129,9 @@ def test_admin_client(brook_session: BrookProcess, unique_topic: str) -> None:
         admin = AIOKafkaAdminClient(bootstrap_servers=brook_session.bootstrap)
         await admin.start()
         try:
-            await admin.create_topics([NewTopic(unique_topic, 2, 1,
-                                                topic_configs={"retention.ms": "3600000"})])
+            await admin.create_topics(
+                [NewTopic(unique_topic, 2, 1, topic_configs={"retention.ms": "3600000"})]
+            )
             assert unique_topic in await admin.list_topics()
             resource = ConfigResource(ConfigResourceType.TOPIC, unique_topic)
 
@@ -128,8 +145,13 @@ def test_admin_client(brook_session: BrookProcess, unique_topic: str) -> None:
             assert before["retention.ms"] == "3600000"
             assert before["segment.bytes"] == "1073741824"
             # AlterConfigs (33) replaces the topic's whole set of overrides
-            await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, unique_topic,
-                                                      configs={"segment.ms": "60000"})])
+            await admin.alter_configs(
+                [
+                    ConfigResource(
+                        ConfigResourceType.TOPIC, unique_topic, configs={"segment.ms": "60000"}
+                    )
+                ]
+            )
             after = await described()
             assert after["segment.ms"] == "60000"
             assert after["retention.ms"] == "604800000"

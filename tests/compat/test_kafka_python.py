@@ -11,8 +11,13 @@ from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions, NewTo
 from support import BrookProcess
 
 
-def _consume(bootstrap: str, tps: list[TopicPartition], count: int,
-             seek: dict[TopicPartition, int] | None = None, **config: object) -> list:
+def _consume(
+    bootstrap: str,
+    tps: list[TopicPartition],
+    count: int,
+    seek: dict[TopicPartition, int] | None = None,
+    **config: object,
+) -> list:
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, **config)
     consumer.assign(tps)
     if seek is None:
@@ -30,12 +35,20 @@ def _consume(bootstrap: str, tps: list[TopicPartition], count: int,
 
 
 @pytest.mark.parametrize("codec", [None, "gzip", "snappy", "lz4", "zstd"])
-def test_idempotent_round_trip_per_codec(brook_session: BrookProcess, unique_topic: str,
-                                         codec: str | None) -> None:
+def test_idempotent_round_trip_per_codec(
+    brook_session: BrookProcess, unique_topic: str, codec: str | None
+) -> None:
     producer = KafkaProducer(bootstrap_servers=brook_session.bootstrap, compression_type=codec)
     assert producer.config["enable_idempotence"] is True  # kafka-python 3's default
-    futures = [producer.send(unique_topic, key=f"k{i}".encode(), value=f"v{i}".encode(),
-                             headers=[("h", str(i).encode())]) for i in range(200)]
+    futures = [
+        producer.send(
+            unique_topic,
+            key=f"k{i}".encode(),
+            value=f"v{i}".encode(),
+            headers=[("h", str(i).encode())],
+        )
+        for i in range(200)
+    ]
     futures.append(producer.send(unique_topic, key=b"tombstone", value=None))
     producer.flush()
     offsets = [f.get(timeout=10).offset for f in futures]
@@ -43,15 +56,17 @@ def test_idempotent_round_trip_per_codec(brook_session: BrookProcess, unique_top
     producer.close()
     records = _consume(brook_session.bootstrap, [TopicPartition(unique_topic, 0)], 201)
     assert [(r.key, r.value) for r in records[:200]] == [
-        (f"k{i}".encode(), f"v{i}".encode()) for i in range(200)]
+        (f"k{i}".encode(), f"v{i}".encode()) for i in range(200)
+    ]
     assert [r.headers for r in records[:3]] == [[("h", b"0")], [("h", b"1")], [("h", b"2")]]
     assert (records[200].key, records[200].value) == (b"tombstone", None)
 
 
 @pytest.mark.parametrize("acks", [0, 1, "all"])
 def test_acks(brook_session: BrookProcess, unique_topic: str, acks: object) -> None:
-    producer = KafkaProducer(bootstrap_servers=brook_session.bootstrap, acks=acks,
-                             enable_idempotence=acks == "all")
+    producer = KafkaProducer(
+        bootstrap_servers=brook_session.bootstrap, acks=acks, enable_idempotence=acks == "all"
+    )
     for i in range(50):
         producer.send(unique_topic, str(i).encode())
     producer.flush()
@@ -110,8 +125,9 @@ def test_consume_from_latest(brook_session: BrookProcess, unique_topic: str) -> 
     assert [(r.offset, r.value) for r in got] == [(5 + i, f"new{i}".encode()) for i in range(3)]
 
 
-def test_incremental_fetch_responses_leave_out_idle_partitions(brook_session: BrookProcess,
-                                                               unique_topic: str) -> None:
+def test_incremental_fetch_responses_leave_out_idle_partitions(
+    brook_session: BrookProcess, unique_topic: str
+) -> None:
     """kafka-python's consumer at its defaults opens a KIP-227 session; once data flows to one
     of three partitions, the broker's incremental responses name that partition alone."""
     b = brook_session.bootstrap
@@ -130,8 +146,9 @@ def test_incremental_fetch_responses_leave_out_idle_partitions(brook_session: Br
     def spy(node_id: int, fetch_offsets: object, send_time: float, response: object) -> object:
         handler = fetcher._session_handlers[node_id]
         named = {p.partition_index for t in response.responses for p in t.partitions}
-        responses.append((not handler.next_metadata.is_full, len(handler.session_partitions),
-                          named))
+        responses.append(
+            (not handler.next_metadata.is_full, len(handler.session_partitions), named)
+        )
         return original(node_id, fetch_offsets, send_time, response)
 
     fetcher._handle_fetch_response = spy
@@ -168,19 +185,25 @@ def test_admin_calls(brook_session: BrookProcess, unique_topic: str) -> None:
     assert list(modified) == ["retention.ms"]
     assert modified["retention.ms"]["value"] == "3600000"
     assert modified["retention.ms"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
-    everything = admin.describe_configs([resource], include_synonyms=True,
-                                        config_filter="all")["topic"][unique_topic]
+    everything = admin.describe_configs([resource], include_synonyms=True, config_filter="all")[
+        "topic"
+    ][unique_topic]
     assert everything["cleanup.policy"]["value"] == "delete"
     assert everything["cleanup.policy"]["config_source"] == "DEFAULT_CONFIG"
     assert everything["segment.bytes"]["value"] == "1073741824"
     # kafka-python 3 alters through IncrementalAlterConfigs when the broker offers it
-    changed = ConfigResource(ConfigResourceType.TOPIC, unique_topic,
-                             configs={"retention.ms": "7200000", "segment.ms": "60000"})
+    changed = ConfigResource(
+        ConfigResourceType.TOPIC,
+        unique_topic,
+        configs={"retention.ms": "7200000", "segment.ms": "60000"},
+    )
     assert admin._check_incremental_alter_configs_support()
     assert admin.alter_configs([changed]) == {"topic": {unique_topic: "OK"}}
     modified = admin.describe_configs([resource])["topic"][unique_topic]
     assert {k: v["value"] for k, v in modified.items()} == {
-        "retention.ms": "7200000", "segment.ms": "60000"}
+        "retention.ms": "7200000",
+        "segment.ms": "60000",
+    }
     admin.create_partitions({unique_topic: NewPartitions(4)})
     meta = admin.describe_topics([unique_topic])[0]
     assert len(meta["partitions"]) == 4

@@ -17,14 +17,16 @@ pytestmark = pytest.mark.skipif(KCAT is None, reason="kcat is installed by the t
 
 def kcat(*args: str, stdin: str | None = None, timeout: float = 60) -> str:
     assert KCAT is not None
-    result = subprocess.run([KCAT, *args], input=stdin, capture_output=True, text=True,
-                            timeout=timeout)
+    result = subprocess.run(
+        [KCAT, *args], input=stdin, capture_output=True, text=True, timeout=timeout
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
-def test_metadata_lists_the_broker_and_auto_created_topic(brook_session: BrookProcess,
-                                                          unique_topic: str) -> None:
+def test_metadata_lists_the_broker_and_auto_created_topic(
+    brook_session: BrookProcess, unique_topic: str
+) -> None:
     kcat("-b", brook_session.bootstrap, "-P", "-t", unique_topic, stdin="hello\n")
     out = kcat("-b", brook_session.bootstrap, "-L", "-t", unique_topic)
     assert f'topic "{unique_topic}" with 1 partitions' in out
@@ -32,22 +34,36 @@ def test_metadata_lists_the_broker_and_auto_created_topic(brook_session: BrookPr
 
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
-def test_round_trip_per_codec_with_keys_and_headers(brook_session: BrookProcess,
-                                                    unique_topic: str, codec: str) -> None:
+def test_round_trip_per_codec_with_keys_and_headers(
+    brook_session: BrookProcess, unique_topic: str, codec: str
+) -> None:
     b = brook_session.bootstrap
     lines = "".join(f"key{i}:value-{i}\n" for i in range(100))
-    kcat("-b", b, "-P", "-t", unique_topic, "-K:", "-z", codec, "-H", "source=kcat",
-         "-X", "acks=all", stdin=lines)
-    out = kcat("-b", b, "-C", "-t", unique_topic, "-o", "beginning", "-e",
-               "-f", "%k|%s|%h|%o\n")
+    kcat(
+        "-b",
+        b,
+        "-P",
+        "-t",
+        unique_topic,
+        "-K:",
+        "-z",
+        codec,
+        "-H",
+        "source=kcat",
+        "-X",
+        "acks=all",
+        stdin=lines,
+    )
+    out = kcat("-b", b, "-C", "-t", unique_topic, "-o", "beginning", "-e", "-f", "%k|%s|%h|%o\n")
     rows = [line.split("|") for line in out.splitlines()]
     assert [(k, v) for k, v, _, _ in rows] == [(f"key{i}", f"value-{i}") for i in range(100)]
     assert all(h == "source=kcat" for _, _, h, _ in rows)
     assert [int(o) for *_, o in rows] == list(range(100))
 
 
-def test_consume_from_offset_end_and_timestamp(brook_session: BrookProcess,
-                                               unique_topic: str) -> None:
+def test_consume_from_offset_end_and_timestamp(
+    brook_session: BrookProcess, unique_topic: str
+) -> None:
     b = brook_session.bootstrap
     kcat("-b", b, "-P", "-t", unique_topic, stdin="".join(f"a{i}\n" for i in range(10)))
     time.sleep(0.05)
@@ -63,12 +79,12 @@ def test_consume_from_offset_end_and_timestamp(brook_session: BrookProcess,
 
 
 @pytest.mark.parametrize("settings", [["acks=0"], ["acks=1"], ["enable.idempotence=true"]])
-def test_acks_and_idempotence(brook_session: BrookProcess, unique_topic: str,
-                              settings: list[str]) -> None:
+def test_acks_and_idempotence(
+    brook_session: BrookProcess, unique_topic: str, settings: list[str]
+) -> None:
     b = brook_session.bootstrap
     options = [arg for setting in settings for arg in ("-X", setting)]
-    kcat("-b", b, "-P", "-t", unique_topic, *options,
-         stdin="".join(f"m{i}\n" for i in range(50)))
+    kcat("-b", b, "-P", "-t", unique_topic, *options, stdin="".join(f"m{i}\n" for i in range(50)))
     out = kcat("-b", b, "-C", "-t", unique_topic, "-o", "beginning", "-c", "50", "-f", "%o %s\n")
     assert out.splitlines() == [f"{i} m{i}" for i in range(50)]
 
@@ -77,8 +93,11 @@ def test_consume_from_the_end(brook_session: BrookProcess, unique_topic: str) ->
     b = brook_session.bootstrap
     kcat("-b", b, "-P", "-t", unique_topic, stdin="".join(f"old{i}\n" for i in range(5)))
     assert KCAT is not None
-    consumer = subprocess.Popen([KCAT, "-b", b, "-C", "-t", unique_topic, "-o", "end", "-c", "1",
-                                 "-f", "%o %s\n"], stdout=subprocess.PIPE, text=True)
+    consumer = subprocess.Popen(
+        [KCAT, "-b", b, "-C", "-t", unique_topic, "-o", "end", "-c", "1", "-f", "%o %s\n"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 30
         tick = 0
@@ -97,6 +116,5 @@ def test_consume_from_the_end(brook_session: BrookProcess, unique_topic: str) ->
 def test_null_values_and_empty_partition(brook_session: BrookProcess, unique_topic: str) -> None:
     b = brook_session.bootstrap
     kcat("-b", b, "-P", "-t", unique_topic, "-K:", "-Z", stdin="k1:\nk2:v2\n")
-    out = kcat("-b", b, "-C", "-t", unique_topic, "-o", "beginning", "-e", "-Z",
-               "-f", "%k=%S\n")
+    out = kcat("-b", b, "-C", "-t", unique_topic, "-o", "beginning", "-e", "-Z", "-f", "%k=%S\n")
     assert out.splitlines() == ["k1=-1", "k2=2"]

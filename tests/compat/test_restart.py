@@ -15,8 +15,9 @@ from support import BrookProcess
 def test_confluent_and_kafka_python_across_restarts(tmp_path: Path, unique_topic: str) -> None:
     with BrookProcess(tmp_path / "d", {"log.flush.interval.messages": "1"}) as broker:
         b = broker.bootstrap
-        producer = Producer({"bootstrap.servers": b, "enable.idempotence": True,
-                             "message.timeout.ms": 60000})
+        producer = Producer(
+            {"bootstrap.servers": b, "enable.idempotence": True, "message.timeout.ms": 60000}
+        )
         for i in range(100):
             producer.produce(unique_topic, f"a{i}".encode())
         assert producer.flush(30) == 0
@@ -30,16 +31,18 @@ def test_confluent_and_kafka_python_across_restarts(tmp_path: Path, unique_topic
             kp.send(unique_topic, f"c{i}".encode())
         kp.flush(timeout=60)
         kp.close()
-        consumer = Consumer({"bootstrap.servers": b, "group.id": uuid.uuid4().hex,
-                             "enable.auto.commit": False})
+        consumer = Consumer(
+            {"bootstrap.servers": b, "group.id": uuid.uuid4().hex, "enable.auto.commit": False}
+        )
         consumer.assign([TopicPartition(unique_topic, 0, 0)])
         values = []
         deadline = time.monotonic() + 30
         while len(values) < 250 and time.monotonic() < deadline:
             values += [m.value() for m in consumer.consume(500, 0.5) if m.error() is None]
         consumer.close()
-        expected = [f"{p}{i}".encode() for p, n in (("a", 100), ("b", 100), ("c", 50))
-                    for i in range(n)]
+        expected = [
+            f"{p}{i}".encode() for p, n in (("a", 100), ("b", 100), ("c", 50)) for i in range(n)
+        ]
         assert values == expected  # idempotence: no duplicates from the retries
         kc = KafkaConsumer(bootstrap_servers=b, enable_auto_commit=False)
         tp = KTopicPartition(unique_topic, 0)

@@ -39,8 +39,10 @@ def test_torn_segment_and_garbled_indexes_after_kill_9(tmp_path: Path, seed: int
             create_topic(c, topic, partitions=2)
             written: list[list[bytes]] = []
             for i in range(40):
-                values = [b"%d-%d-" % (i, j) + rng.randbytes(rng.randint(0, 200))
-                          for j in range(rng.randint(1, 4))]
+                values = [
+                    b"%d-%d-" % (i, j) + rng.randbytes(rng.randint(0, 200))
+                    for j in range(rng.randint(1, 4))
+                ]
                 written.append(values)
                 for p in (0, 1):
                     resp = produce(c, topic, p, build_simple_batch(values))

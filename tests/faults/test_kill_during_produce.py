@@ -38,13 +38,17 @@ def test_acknowledged_records_survive_kill_9(tmp_path: Path, unique_topic: str) 
     with BrookProcess(tmp_path / "d", {"log.flush.interval.messages": "1"}) as broker:
         with RawClient(broker.bootstrap) as c:
             create_topic(c, unique_topic, partitions=3)
-        proc = subprocess.Popen([sys.executable, "-c", PRODUCER, broker.bootstrap, unique_topic,
-                                 str(acked)], env=env_with_repo(),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", PRODUCER, broker.bootstrap, unique_topic, str(acked)],
+            env=env_with_repo(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and (
-                    not acked.exists() or acked.stat().st_size < 20000):
+                not acked.exists() or acked.stat().st_size < 20000
+            ):
                 time.sleep(0.05)
             broker.kill()  # in the middle of the stream
         finally:

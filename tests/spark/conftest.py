@@ -26,8 +26,9 @@ def spark_env() -> dict[str, str]:
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
         "SPARK_LOCAL_IP": "127.0.0.1",
-        "PYTHONPATH": path if str(REPO) in path.split(os.pathsep) else
-        os.pathsep.join(p for p in (path, str(REPO)) if p),
+        "PYTHONPATH": path
+        if str(REPO) in path.split(os.pathsep)
+        else os.pathsep.join(p for p in (path, str(REPO)) if p),
     }
 
 
@@ -47,16 +48,22 @@ def spark() -> Iterator[Any]:
         session.stop()
 
 
-def create_topic(bootstrap: str, name: str, partitions: int = 1,
-                 configs: dict[str, str] | None = None) -> None:
+def create_topic(
+    bootstrap: str, name: str, partitions: int = 1, configs: dict[str, str] | None = None
+) -> None:
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.create_topics([NewTopic(name, partitions, 1, configs=configs or {})])
 
 
-def produce(bootstrap: str, topic: str, values: list[bytes], partition: int | None = None,
-            keys: list[bytes | None] | None = None,
-            headers: list[list[tuple[str, bytes | None]] | None] | None = None,
-            timestamps: list[int] | None = None) -> None:
+def produce(
+    bootstrap: str,
+    topic: str,
+    values: list[bytes],
+    partition: int | None = None,
+    keys: list[bytes | None] | None = None,
+    headers: list[list[tuple[str, bytes | None]] | None] | None = None,
+    timestamps: list[int] | None = None,
+) -> None:
     with Producer({"bootstrap.servers": bootstrap, "linger.ms": "5"}) as producer:
         futures = [
             producer.send(

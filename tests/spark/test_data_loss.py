@@ -42,11 +42,21 @@ def _start_slow_query(spark, bootstrap: str, topic: str, tmp_path: Path, fail: b
     name = "loss_" + topic.replace("-", "_")
     checkpoint = tmp_path / "cp"
     query = (
-        reader(spark, bootstrap, stream=True, subscribe=topic, startingOffsets="earliest",
-               maxOffsetsPerTrigger="50", failOnDataLoss=str(fail).lower())
-        .select("offset").writeStream.format("memory").queryName(name)
+        reader(
+            spark,
+            bootstrap,
+            stream=True,
+            subscribe=topic,
+            startingOffsets="earliest",
+            maxOffsetsPerTrigger="50",
+            failOnDataLoss=str(fail).lower(),
+        )
+        .select("offset")
+        .writeStream.format("memory")
+        .queryName(name)
         .option("checkpointLocation", str(checkpoint))
-        .trigger(processingTime="1 second").start()
+        .trigger(processingTime="1 second")
+        .start()
     )
     deadline = time.monotonic() + 120
     while _commits(checkpoint) < 1 and time.monotonic() < deadline:
@@ -55,7 +65,8 @@ def _start_slow_query(spark, bootstrap: str, topic: str, tmp_path: Path, fail: b
     # Now retention deletes every closed segment of the log.
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.incremental_alter_configs(
-            {ConfigResource.topic(topic): [AlterConfigOp("retention.ms", "100")]})
+            {ConfigResource.topic(topic): [AlterConfigOp("retention.ms", "100")]}
+        )
     deadline = time.monotonic() + 30
     while _earliest(bootstrap, topic) < 400 and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -103,11 +114,20 @@ def test_deleted_topic(spark, brook_session, unique_topic: str, tmp_path: Path, 
         produce(bootstrap, topic, [b"a", b"b"], partition=0)
     name = "deleted_" + unique_topic.replace("-", "_")
     query = (
-        reader(spark, bootstrap, stream=True, subscribe=f"{kept},{doomed}",
-               startingOffsets="earliest", failOnDataLoss=str(fail).lower())
-        .select("topic", "offset").writeStream.format("memory").queryName(name)
+        reader(
+            spark,
+            bootstrap,
+            stream=True,
+            subscribe=f"{kept},{doomed}",
+            startingOffsets="earliest",
+            failOnDataLoss=str(fail).lower(),
+        )
+        .select("topic", "offset")
+        .writeStream.format("memory")
+        .queryName(name)
         .option("checkpointLocation", str(tmp_path / "cp"))
-        .trigger(processingTime="300 milliseconds").start()
+        .trigger(processingTime="300 milliseconds")
+        .start()
     )
     try:
         query.processAllAvailable()
@@ -133,21 +153,32 @@ def test_task_reading_a_range_retention_already_deleted(
     """The executor's own check (records deleted after the batch was planned)."""
     bootstrap = broker.bootstrap
     create_topic(bootstrap, unique_topic, 1, {"segment.bytes": "20000"})
-    produce(bootstrap, unique_topic, [b"%04d" % i + b"x" * 300 for i in range(RECORDS)],
-            partition=0)
+    produce(
+        bootstrap, unique_topic, [b"%04d" % i + b"x" * 300 for i in range(RECORDS)], partition=0
+    )
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.incremental_alter_configs(
-            {ConfigResource.topic(unique_topic): [AlterConfigOp("retention.ms", "100")]})
+            {ConfigResource.topic(unique_topic): [AlterConfigOp("retention.ms", "100")]}
+        )
     deadline = time.monotonic() + 30
     while _earliest(bootstrap, unique_topic) < RECORDS and time.monotonic() < deadline:
         time.sleep(0.1)
     with Admin({"bootstrap.servers": bootstrap}) as admin:
         admin.incremental_alter_configs(
-            {ConfigResource.topic(unique_topic): [AlterConfigOp("retention.ms", "-1")]})
+            {ConfigResource.topic(unique_topic): [AlterConfigOp("retention.ms", "-1")]}
+        )
     produce(bootstrap, unique_topic, [b"after"] * 50, partition=0)
     assert _earliest(bootstrap, unique_topic) == RECORDS
-    batches = read_range({"bootstrap.servers": bootstrap}, unique_topic, 0, 10, RECORDS + 50,
-                         False, fail_on_data_loss=fail, poll_timeout_ms=10_000)
+    batches = read_range(
+        {"bootstrap.servers": bootstrap},
+        unique_topic,
+        0,
+        10,
+        RECORDS + 50,
+        False,
+        fail_on_data_loss=fail,
+        poll_timeout_ms=10_000,
+    )
     if fail:
         with pytest.raises(DataLossError, match=rf"Cannot fetch offset 10 of {unique_topic}-0"):
             list(batches)

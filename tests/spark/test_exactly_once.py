@@ -32,12 +32,20 @@ def _commits(checkpoint: Path) -> int:
 
 def _finish_from_checkpoint(spark, bootstrap: str, topic: str, checkpoint: Path, out: Path) -> None:
     query = (
-        reader(spark, bootstrap, stream=True, subscribe=topic, startingOffsets="earliest",
-               maxOffsetsPerTrigger="400")
+        reader(
+            spark,
+            bootstrap,
+            stream=True,
+            subscribe=topic,
+            startingOffsets="earliest",
+            maxOffsetsPerTrigger="400",
+        )
         .selectExpr("cast(value as string) as value", "partition", "offset")
-        .writeStream.format("parquet").option("path", str(out))
+        .writeStream.format("parquet")
+        .option("path", str(out))
         .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True).start()
+        .trigger(availableNow=True)
+        .start()
     )
     assert query.awaitTermination(180)
     assert query.exception() is None
@@ -50,12 +58,20 @@ def test_stop_and_restart(spark, brook_session, unique_topic: str, tmp_path: Pat
         produce(bootstrap, unique_topic, [b"%d-%d" % (p, i) for i in range(500)], partition=p)
     checkpoint, out = tmp_path / "cp", tmp_path / "out"
     query = (
-        reader(spark, bootstrap, stream=True, subscribe=unique_topic, startingOffsets="earliest",
-               maxOffsetsPerTrigger="100")
+        reader(
+            spark,
+            bootstrap,
+            stream=True,
+            subscribe=unique_topic,
+            startingOffsets="earliest",
+            maxOffsetsPerTrigger="100",
+        )
         .selectExpr("cast(value as string) as value", "partition", "offset")
-        .writeStream.format("parquet").option("path", str(out))
+        .writeStream.format("parquet")
+        .option("path", str(out))
         .option("checkpointLocation", str(checkpoint))
-        .trigger(processingTime="200 milliseconds").start()
+        .trigger(processingTime="200 milliseconds")
+        .start()
     )
     deadline = time.monotonic() + 120
     while _commits(checkpoint) < 3 and time.monotonic() < deadline:
@@ -82,9 +98,19 @@ def test_driver_killed_and_restarted(
     checkpoint, out = tmp_path / "cp", tmp_path / "out"
     log = open(tmp_path / "job.log", "wb")  # noqa: SIM115 - handed to the child process
     job = subprocess.Popen(
-        [sys.executable, str(HERE / "stream_job.py"), bootstrap, unique_topic, str(checkpoint),
-         str(out), "50"],
-        cwd=HERE, env={**os.environ, **spark_env()}, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            str(HERE / "stream_job.py"),
+            bootstrap,
+            unique_topic,
+            str(checkpoint),
+            str(out),
+            "50",
+        ],
+        cwd=HERE,
+        env={**os.environ, **spark_env()},
+        stdout=log,
+        stderr=subprocess.STDOUT,
         start_new_session=True,
     )
     log.close()

@@ -29,11 +29,19 @@ def test_max_offsets_per_trigger_with_available_now(
     checkpoint = tmp_path / "cp"
     name = "avail_" + unique_topic.replace("-", "_")
     query = (
-        reader(spark, brook_session.bootstrap, stream=True, subscribe=unique_topic,
-               startingOffsets="earliest", maxOffsetsPerTrigger="100")
-        .writeStream.format("memory").queryName(name)
+        reader(
+            spark,
+            brook_session.bootstrap,
+            stream=True,
+            subscribe=unique_topic,
+            startingOffsets="earliest",
+            maxOffsetsPerTrigger="100",
+        )
+        .writeStream.format("memory")
+        .queryName(name)
         .option("checkpointLocation", str(checkpoint))
-        .trigger(availableNow=True).start()
+        .trigger(availableNow=True)
+        .start()
     )
     assert query.awaitTermination(120)
     assert query.exception() is None
@@ -55,9 +63,11 @@ def test_running_query_sees_new_records_and_new_partitions(
     name = "running_" + unique_topic.replace("-", "_")
     query = (
         reader(spark, bootstrap, stream=True, subscribe=unique_topic)
-        .writeStream.format("memory").queryName(name)
+        .writeStream.format("memory")
+        .queryName(name)
         .option("checkpointLocation", str(tmp_path / "cp"))
-        .trigger(processingTime="500 milliseconds").start()
+        .trigger(processingTime="500 milliseconds")
+        .start()
     )
     try:
         _wait_for(lambda: query.lastProgress is not None)
@@ -81,11 +91,19 @@ def test_min_offsets_per_trigger_holds_small_batches_back(
     create_topic(bootstrap, unique_topic, 1)
     name = "minoff_" + unique_topic.replace("-", "_")
     query = (
-        reader(spark, bootstrap, stream=True, subscribe=unique_topic,
-               minOffsetsPerTrigger="20", maxTriggerDelay="1h")
-        .writeStream.format("memory").queryName(name)
+        reader(
+            spark,
+            bootstrap,
+            stream=True,
+            subscribe=unique_topic,
+            minOffsetsPerTrigger="20",
+            maxTriggerDelay="1h",
+        )
+        .writeStream.format("memory")
+        .queryName(name)
         .option("checkpointLocation", str(tmp_path / "cp"))
-        .trigger(processingTime="300 milliseconds").start()
+        .trigger(processingTime="300 milliseconds")
+        .start()
     )
     try:
         _wait_for(lambda: query.lastProgress is not None)

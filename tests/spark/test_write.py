@@ -17,13 +17,20 @@ def test_batch_write_with_every_column(spark, brook_session, unique_topic: str) 
     bootstrap = brook_session.bootstrap
     create_topic(bootstrap, unique_topic, 3)
     rows = [
-        (unique_topic, f"k{i}".encode(), f"v{i}", i % 3,
-         [("h", f"{i}".encode())] if i % 2 else None)
+        (
+            unique_topic,
+            f"k{i}".encode(),
+            f"v{i}",
+            i % 3,
+            [("h", f"{i}".encode())] if i % 2 else None,
+        )
         for i in range(30)
     ]
     df = spark.createDataFrame(
-        rows, "topic string, key binary, value string, partition int, "
-              "headers array<struct<key: string, value: binary>>").coalesce(1)
+        rows,
+        "topic string, key binary, value string, partition int, "
+        "headers array<struct<key: string, value: binary>>",
+    ).coalesce(1)
     df.write.mode("append").format("brook").option("kafka.bootstrap.servers", bootstrap).save()
     back = _read_all(spark, bootstrap, unique_topic, headers=True)
     assert len(back) == 30
@@ -45,10 +52,16 @@ def test_topic_option_overrides_the_column_and_key_is_optional(
 ) -> None:
     bootstrap = brook_session.bootstrap
     create_topic(bootstrap, unique_topic, 1)
-    df = spark.createDataFrame([("elsewhere", b"\x00\x01"), ("elsewhere", None)],
-                               "topic string, value binary")
-    (df.write.mode("append").format("brook").option("kafka.bootstrap.servers", bootstrap)
-     .option("topic", unique_topic).save())
+    df = spark.createDataFrame(
+        [("elsewhere", b"\x00\x01"), ("elsewhere", None)], "topic string, value binary"
+    )
+    (
+        df.write.mode("append")
+        .format("brook")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", unique_topic)
+        .save()
+    )
     back = _read_all(spark, bootstrap, unique_topic)
     assert [(r.topic, r.key) for r in back] == [(unique_topic, None)] * 2
     assert {None if r.value is None else bytes(r.value) for r in back} == {b"\x00\x01", None}
@@ -57,12 +70,14 @@ def test_topic_option_overrides_the_column_and_key_is_optional(
 def test_write_schema_errors(spark, brook_session) -> None:
     df = spark.createDataFrame([("x",)], "value string")
     with pytest.raises(Exception, match="topic option required when no 'topic' attribute"):
-        df.write.mode("append").format("brook") \
-            .option("kafka.bootstrap.servers", brook_session.bootstrap).save()
+        df.write.mode("append").format("brook").option(
+            "kafka.bootstrap.servers", brook_session.bootstrap
+        ).save()
     df = spark.createDataFrame([(1,)], "value long")
     with pytest.raises(Exception, match="value attribute unsupported type bigint"):
-        df.write.mode("append").format("brook").option("topic", "t") \
-            .option("kafka.bootstrap.servers", brook_session.bootstrap).save()
+        df.write.mode("append").format("brook").option("topic", "t").option(
+            "kafka.bootstrap.servers", brook_session.bootstrap
+        ).save()
 
 
 def test_streaming_write_from_brook_to_brook(
@@ -77,9 +92,11 @@ def test_streaming_write_from_brook_to_brook(
     query = (
         stream.selectExpr("key", "concat(value, cast('!' as binary)) as value")
         .writeStream.format("brook")
-        .option("kafka.bootstrap.servers", bootstrap).option("topic", sink)
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", sink)
         .option("checkpointLocation", str(tmp_path / "cp"))
-        .trigger(availableNow=True).start()
+        .trigger(availableNow=True)
+        .start()
     )
     assert query.awaitTermination(120)
     assert query.exception() is None
@@ -90,5 +107,6 @@ def test_streaming_write_from_brook_to_brook(
 def test_overwrite_is_refused(spark, brook_session) -> None:
     df = spark.createDataFrame([("x",)], "value string")
     with pytest.raises(Exception, match="Save mode Overwrite not allowed for Brook"):
-        df.write.mode("overwrite").format("brook").option("topic", "t") \
-            .option("kafka.bootstrap.servers", brook_session.bootstrap).save()
+        df.write.mode("overwrite").format("brook").option("topic", "t").option(
+            "kafka.bootstrap.servers", brook_session.bootstrap
+        ).save()

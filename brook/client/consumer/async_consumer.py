@@ -87,13 +87,15 @@ class AsyncConsumer:
             metrics=consumer_metrics,
         )
         stats = self._fetcher.stats
-        consumer_metrics.add_session_counters({
-            "full-fetch-total": lambda: float(stats.full_requests),
-            "incremental-fetch-total": lambda: float(stats.incremental_requests),
-            "sessionless-fetch-total": lambda: float(stats.sessionless_requests),
-            "session-error-total": lambda: float(stats.session_errors),
-            "leader-hint-applied-total": lambda: float(stats.leader_hints_applied),
-        })
+        consumer_metrics.add_session_counters(
+            {
+                "full-fetch-total": lambda: float(stats.full_requests),
+                "incremental-fetch-total": lambda: float(stats.incremental_requests),
+                "sessionless-fetch-total": lambda: float(stats.sessionless_requests),
+                "session-error-total": lambda: float(stats.session_errors),
+                "leader-hint-applied-total": lambda: float(stats.leader_hints_applied),
+            }
+        )
         self._offsets = OffsetLookup(cfg, self._network, self._subscriptions, self._fetcher.wake)
         if coordinator_factory is None and cfg["group.id"] is not None:
             # Unknown assignors fail here, not at the first poll().

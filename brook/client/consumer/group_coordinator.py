@@ -319,8 +319,12 @@ class ConsumerGroupCoordinator:
                 # rebalance timeout; after that, or on any other failure, the member rejoins.
                 if exc.retriable and loop.time() < give_up:
                     return False
-                log.warning("group %s: committing offsets before rejoining the group failed "
-                            "(rejoining anyway): %s", self.group_id, exc)
+                log.warning(
+                    "group %s: committing offsets before rejoining the group failed "
+                    "(rejoining anyway): %s",
+                    self.group_id,
+                    exc,
+                )
         self._join_prepare_until = None
         owned = set(self._subs.assignment)
         self._snapshot = None

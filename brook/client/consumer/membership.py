@@ -308,8 +308,9 @@ class Membership:
             self._reset_on(error, "Heartbeat")
             return Reaction.REJOIN
         # Anything else: as Java's heartbeat thread, try again after the backoff.
-        log.warning("group %s: Heartbeat answered %s; trying again", self.group_id,
-                    KafkaError(error).name)
+        log.warning(
+            "group %s: Heartbeat answered %s; trying again", self.group_id, KafkaError(error).name
+        )
         self.heartbeat_failed(now_ms)
         return Reaction.RETRY
 

@@ -407,7 +407,8 @@ class RecordAccumulator:
             if batch.has_sequence and batches and batches[0].has_sequence:
                 ahead: list[ProducerBatch] = []
                 while (
-                    batches and batches[0].has_sequence
+                    batches
+                    and batches[0].has_sequence
                     and batches[0].base_sequence < batch.base_sequence
                 ):
                     ahead.append(batches.popleft())

@@ -65,9 +65,7 @@ def encode_headers(headers: Headers) -> bytes:
     return b"".join(parts)
 
 
-def _encode_record_body_py(
-    key: bytes | None, value: bytes | None, headers: bytes | None
-) -> bytes:
+def _encode_record_body_py(key: bytes | None, value: bytes | None, headers: bytes | None) -> bytes:
     """A record from its key length to its end: key, value and the encoded header section
     (None = no headers); the batch puts length, attributes and deltas in front."""
     if key is None:
@@ -84,7 +82,11 @@ def _encode_record_body_py(
 
 
 def _append_record_py(
-    buf: bytearray, offset_delta: int, timestamp_delta: int, body: bytes, limit: int,
+    buf: bytearray,
+    offset_delta: int,
+    timestamp_delta: int,
+    body: bytes,
+    limit: int,
     factor: float,
 ) -> int:
     """Append one record (length, attributes, deltas, then ``body``) to ``buf``; return the
@@ -249,8 +251,12 @@ class ProducerBatch:
         if not count:
             self.base_timestamp = timestamp
         estimated = _append_record(
-            self.buf, count, timestamp - self.base_timestamp, body,
-            self.write_limit - HEADER_SIZE, self.estimate_factor,
+            self.buf,
+            count,
+            timestamp - self.base_timestamp,
+            body,
+            self.write_limit - HEADER_SIZE,
+            self.estimate_factor,
         )
         if estimated < 0:
             self.closed = True

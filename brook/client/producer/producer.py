@@ -206,12 +206,25 @@ class _ProducerCore:
             and (key is None or self.ignore_keys)
         ):
             result = self.accumulator.append(
-                topic, UNKNOWN_PARTITION, timestamp_ms, body, key_size, value_size, on_delivery,
+                topic,
+                UNKNOWN_PARTITION,
+                timestamp_ms,
+                body,
+                key_size,
+                value_size,
+                on_delivery,
                 self.cluster,
             )
         else:
             result = self.append(
-                topic, partition, key, value, body, key_size, value_size, timestamp_ms,
+                topic,
+                partition,
+                key,
+                value,
+                body,
+                key_size,
+                value_size,
+                timestamp_ms,
                 on_delivery,
             )
         if type(result) is RecordFuture:
@@ -219,8 +232,7 @@ class _ProducerCore:
         assert isinstance(result, NeedMemory)
         return PendingRecord(
             result.size,
-            (topic, partition, key, value, body, key_size, value_size, timestamp_ms,
-             on_delivery),
+            (topic, partition, key, value, body, key_size, value_size, timestamp_ms, on_delivery),
         )
 
     def _too_large(self, size: int) -> None:
@@ -299,13 +311,26 @@ class _ProducerCore:
             chosen = UNKNOWN_PARTITION
         else:
             chosen = select_partition(
-                topic, key, value, cluster, partition=partition, partitioner=custom,
+                topic,
+                key,
+                value,
+                cluster,
+                partition=partition,
+                partitioner=custom,
                 ignore_keys=self.ignore_keys,
             )
         acc = self.accumulator
         abort = self.abort_on_new_batch and partition is None
         result = acc.append(
-            topic, chosen, timestamp, body, key_size, value_size, on_delivery, cluster, abort,
+            topic,
+            chosen,
+            timestamp,
+            body,
+            key_size,
+            value_size,
+            on_delivery,
+            cluster,
+            abort,
             reserved,
         )
         if result is ABORTED:
@@ -313,12 +338,25 @@ class _ProducerCore:
             assert custom is not None
             custom.on_new_batch(topic, cluster, chosen)  # type: ignore[attr-defined]
             chosen = select_partition(
-                topic, key, value, cluster, partition=partition, partitioner=custom,
+                topic,
+                key,
+                value,
+                cluster,
+                partition=partition,
+                partitioner=custom,
                 ignore_keys=self.ignore_keys,
             )
             result = acc.append(
-                topic, chosen, timestamp, body, key_size, value_size, on_delivery, cluster,
-                False, reserved,
+                topic,
+                chosen,
+                timestamp,
+                body,
+                key_size,
+                value_size,
+                on_delivery,
+                cluster,
+                False,
+                reserved,
             )
         return result  # type: ignore[return-value]
 
@@ -396,7 +434,9 @@ class AsyncProducer:
         return self
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         await self.close()
@@ -514,7 +554,9 @@ class Producer:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         self.close()

@@ -37,8 +37,17 @@ class RecordMetadata(NamedTuple):
 class ProduceResult:
     """A batch's outcome: base offset and log-append time, or the error, set once."""
 
-    __slots__ = ("_callbacks", "_done", "_event", "_lock", "base_offset", "error",
-                 "log_append_time", "partition", "topic")
+    __slots__ = (
+        "_callbacks",
+        "_done",
+        "_event",
+        "_lock",
+        "base_offset",
+        "error",
+        "log_append_time",
+        "partition",
+        "topic",
+    )
 
     def __init__(self, topic: str, partition: int) -> None:
         self.topic = topic
@@ -87,8 +96,14 @@ class ProduceResult:
                         offset = base_offset + future._relative_offset if ok else -1
                         timestamp = log_append_time if log_append_time >= 0 else future.timestamp
                         callback(
-                            RecordMetadata(topic, partition, offset, timestamp, future.key_size,
-                                           future.value_size),
+                            RecordMetadata(
+                                topic,
+                                partition,
+                                offset,
+                                timestamp,
+                                future.key_size,
+                                future.value_size,
+                            ),
                             error,
                         )
                     else:
@@ -135,7 +150,11 @@ class RecordFuture:
     __slots__ = ("_relative_offset", "_result", "key_size", "timestamp", "value_size")
 
     def __init__(
-        self, result: ProduceResult, relative_offset: int, timestamp: int, key_size: int,
+        self,
+        result: ProduceResult,
+        relative_offset: int,
+        timestamp: int,
+        key_size: int,
         value_size: int,
     ) -> None:
         self._result = result
@@ -145,8 +164,11 @@ class RecordFuture:
         self.value_size = value_size
 
     def __repr__(self) -> str:
-        state = "pending" if not self._result.done else (
-            f"failed {self._result.error!r}" if self._result.error else "done")
+        state = (
+            "pending"
+            if not self._result.done
+            else (f"failed {self._result.error!r}" if self._result.error else "done")
+        )
         return f"<RecordFuture {self._result.topic}-{self._result.partition} {state}>"
 
     def done(self) -> bool:
@@ -161,8 +183,9 @@ class RecordFuture:
         if r.error is None and r.base_offset >= 0:
             offset = r.base_offset + self._relative_offset
         timestamp = r.log_append_time if r.log_append_time >= 0 else self.timestamp
-        return RecordMetadata(r.topic, r.partition, offset, timestamp, self.key_size,
-                              self.value_size)
+        return RecordMetadata(
+            r.topic, r.partition, offset, timestamp, self.key_size, self.value_size
+        )
 
     def result(self, timeout: float | None = None) -> RecordMetadata:
         """Block until the record is acknowledged; raises its error, or TimeoutError."""

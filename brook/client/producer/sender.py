@@ -54,8 +54,12 @@ class _InFlight:
     __slots__ = ("batches", "node", "sent_ms", "size", "version")
 
     def __init__(
-        self, node: int, batches: dict[tuple[str, int], ProducerBatch], version: int,
-        sent_ms: float, size: int,
+        self,
+        node: int,
+        batches: dict[tuple[str, int], ProducerBatch],
+        version: int,
+        sent_ms: float,
+        size: int,
     ) -> None:
         self.node = node
         self.batches = batches
@@ -332,8 +336,9 @@ class Sender:
         finally:
             self._init_in_progress = False
             if idem.needs_producer_id():
-                wait = backoff_ms(self.retry_backoff_ms, self.retry_backoff_max_ms,
-                                  self._init_attempts)
+                wait = backoff_ms(
+                    self.retry_backoff_ms, self.retry_backoff_max_ms, self._init_attempts
+                )
                 self._init_attempts += 1
                 self._init_next_ms = now_ms() + wait
             self.wakeup()
@@ -449,9 +454,7 @@ class Sender:
         finally:
             self.wakeup()
 
-    def _complete_all(
-        self, batches: list[ProducerBatch], error: BaseException, now: float
-    ) -> None:
+    def _complete_all(self, batches: list[ProducerBatch], error: BaseException, now: float) -> None:
         """Every batch of a request that got no usable response, with one error."""
         code = Errors.NETWORK_EXCEPTION
         message = str(error)
@@ -580,4 +583,3 @@ def _describe(batch: ProducerBatch, result: PartitionProduceResult) -> str:
     if result.error_message:
         text += f": {result.error_message}"
     return text
-

@@ -11,9 +11,22 @@ from rawclient import RawClient
 
 def earliest_offset(c: RawClient, topic: str, partition: int = 0) -> int:
     """ListOffsets(EARLIEST): the log start offset."""
-    resp = c.request(2, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
-        {"name": topic, "partitions": [{"partition_index": partition,
-                                        "current_leader_epoch": -1, "timestamp": -2}]}]})
+    resp = c.request(
+        2,
+        7,
+        {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [
+                {
+                    "name": topic,
+                    "partitions": [
+                        {"partition_index": partition, "current_leader_epoch": -1, "timestamp": -2}
+                    ],
+                }
+            ],
+        },
+    )
     return resp.topics[0].partitions[0].offset
 
 

@@ -42,10 +42,15 @@ def _kept_records(client: RawClient) -> list[bytes]:
 
 @pytest.fixture
 def broker(tmp_path: Any) -> Iterator[Broker]:
-    overrides = {"auto.create.topics.enable": "false", "message.max.bytes": "20000",
-                 "socket.request.max.bytes": "100000"}
-    with BrookProcess(tmp_path / "data", overrides) as process, \
-            RawClient(process.bootstrap) as bystander:
+    overrides = {
+        "auto.create.topics.enable": "false",
+        "message.max.bytes": "20000",
+        "socket.request.max.bytes": "100000",
+    }
+    with (
+        BrookProcess(tmp_path / "data", overrides) as process,
+        RawClient(process.bootstrap) as bystander,
+    ):
         create_topic(bystander, "keep")
         for value in KEPT:
             part = produce(bystander, "keep", 0, build_simple_batch([value]))
@@ -60,12 +65,12 @@ def broker(tmp_path: Any) -> Iterator[Broker]:
 
 def test_frames_the_broker_cannot_parse_close_only_that_connection(broker: Broker) -> None:
     cases = [
-        struct.pack(">i", -5),                          # negative size
-        struct.pack(">i", 200_000) + b"x" * 16,          # over socket.request.max.bytes
-        struct.pack(">i", 3) + b"abc",                   # shorter than a header
+        struct.pack(">i", -5),  # negative size
+        struct.pack(">i", 200_000) + b"x" * 16,  # over socket.request.max.bytes
+        struct.pack(">i", 3) + b"abc",  # shorter than a header
         struct.pack(">ihhi", 10, 999, 0, 1) + b"\x00\x00",  # unknown API key
-        struct.pack(">ihhi", 10, 0, 2, 1) + b"\x00\x00",    # Produce v2: below what is served
-        struct.pack(">ihhi", 10, 3, 99, 1) + b"\x00\x00",   # Metadata v99
+        struct.pack(">ihhi", 10, 0, 2, 1) + b"\x00\x00",  # Produce v2: below what is served
+        struct.pack(">ihhi", 10, 3, 99, 1) + b"\x00\x00",  # Metadata v99
         struct.pack(">ihhi", 14, 3, 1, 1) + b"\x00\x00" + b"\xff\xff\xff\x7f",  # garbage body
         struct.pack(">ihhih", 11, 3, 12, 1, 0) + b"\x05",  # flexible header, torn tagged fields
     ]
@@ -83,8 +88,12 @@ def test_unsupported_api_versions_version_gets_v0_error_35(broker: Broker) -> No
         corr, error, count = struct.unpack_from(">ihi", frame, 0)
         assert (corr, error, count) == (7, Errors.UNSUPPORTED_VERSION, 1)
         assert struct.unpack_from(">hhh", frame, 10) == (18, 0, 4)
-        assert c.request(18, 3, {"client_software_name": "raw",
-                                 "client_software_version": "1"}).error_code == 0
+        assert (
+            c.request(
+                18, 3, {"client_software_name": "raw", "client_software_version": "1"}
+            ).error_code
+            == 0
+        )
 
 
 def test_record_errors_per_partition(broker: Broker) -> None:
@@ -105,25 +114,38 @@ def test_record_errors_per_partition(broker: Broker) -> None:
     assert code(bytes(magic1)) == Errors.INVALID_RECORD
     assert code(good + good) == Errors.INVALID_RECORD  # one batch per partition
     now = int(time.time() * 1000)
-    two_in_one = build_batch([encode_record(0, 0, None, b"a") + encode_record(1, 0, None, b"b")],
-                             base_timestamp=now, max_timestamp=now)
+    two_in_one = build_batch(
+        [encode_record(0, 0, None, b"a") + encode_record(1, 0, None, b"b")],
+        base_timestamp=now,
+        max_timestamp=now,
+    )
     assert code(two_in_one) == Errors.INVALID_RECORD  # CRC right, one record more than counted
     assert code(build_simple_batch([b"x" * 6000])) == Errors.MESSAGE_TOO_LARGE  # topic limit
     assert code(build_simple_batch([b"x" * 25000]), topic="keep") == Errors.MESSAGE_TOO_LARGE
-    assert code(build_simple_batch([b"z"], codec=4), version=5) == \
-        Errors.UNSUPPORTED_COMPRESSION_TYPE
-    resp = c.request(0, 9, {"transactional_id": None, "acks": 2, "timeout": 1000,
-                            "topic_data": [{"name": "t", "partition_data": [
-                                {"index": 0, "records": good}]}]})
+    assert (
+        code(build_simple_batch([b"z"], codec=4), version=5) == Errors.UNSUPPORTED_COMPRESSION_TYPE
+    )
+    resp = c.request(
+        0,
+        9,
+        {
+            "transactional_id": None,
+            "acks": 2,
+            "timeout": 1000,
+            "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": good}]}],
+        },
+    )
     assert resp.responses[0].partition_responses[0].error_code == Errors.INVALID_REQUIRED_ACKS
     assert code(good, partition=7) == Errors.UNKNOWN_TOPIC_OR_PARTITION
-    create_topic(c, "strict", configs={"segment.bytes": "1500",
-                                       "message.timestamp.before.max.ms": "60000"})
-    assert code(build_simple_batch([b"x" * 2000]), topic="strict") == \
-        Errors.RECORD_LIST_TOO_LARGE
+    create_topic(
+        c, "strict", configs={"segment.bytes": "1500", "message.timestamp.before.max.ms": "60000"}
+    )
+    assert code(build_simple_batch([b"x" * 2000]), topic="strict") == Errors.RECORD_LIST_TOO_LARGE
     an_hour_ago = int(time.time() * 1000) - 3_600_000
-    assert code(build_simple_batch([b"old"], timestamp=an_hour_ago), topic="strict") == \
-        Errors.INVALID_TIMESTAMP
+    assert (
+        code(build_simple_batch([b"old"], timestamp=an_hour_ago), topic="strict")
+        == Errors.INVALID_TIMESTAMP
+    )
     create_topic(c, "compacted", configs={"cleanup.policy": "compact"})
     assert code(good, topic="compacted") == Errors.INVALID_RECORD  # records need keys there
     assert code(build_simple_batch([(b"key", b"v")]), topic="compacted") == 0
@@ -134,13 +156,20 @@ def test_record_errors_per_partition(broker: Broker) -> None:
 def test_produce_and_fetch_of_a_missing_topic_without_auto_creation(broker: Broker) -> None:
     c = broker.bystander
     resp = produce(c, "missing", 0, build_simple_batch([b"x"]))
-    assert resp.responses[0].partition_responses[0].error_code == \
-        Errors.UNKNOWN_TOPIC_OR_PARTITION
-    assert fetch(c, "missing", 0, 0).responses[0].partitions[0].error_code == \
-        Errors.UNKNOWN_TOPIC_OR_PARTITION
-    meta = c.request(3, 12, {"topics": [{"name": "missing", "topic_id": None}],
-                             "allow_auto_topic_creation": True,
-                             "include_topic_authorized_operations": False})
+    assert resp.responses[0].partition_responses[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert (
+        fetch(c, "missing", 0, 0).responses[0].partitions[0].error_code
+        == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    )
+    meta = c.request(
+        3,
+        12,
+        {
+            "topics": [{"name": "missing", "topic_id": None}],
+            "allow_auto_topic_creation": True,
+            "include_topic_authorized_operations": False,
+        },
+    )
     assert meta.topics[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
@@ -149,8 +178,9 @@ def test_fetch_out_of_range(broker: Broker) -> None:
     past_end = fetch(c, "keep", 0, 50).responses[0].partitions[0]
     assert past_end.error_code == Errors.OFFSET_OUT_OF_RANGE
     assert past_end.high_watermark == len(KEPT)
-    assert fetch(c, "keep", 0, -3).responses[0].partitions[0].error_code == \
-        Errors.OFFSET_OUT_OF_RANGE
+    assert (
+        fetch(c, "keep", 0, -3).responses[0].partitions[0].error_code == Errors.OFFSET_OUT_OF_RANGE
+    )
 
 
 def test_acks0_failure_closes_the_connection(broker: Broker) -> None:
@@ -164,11 +194,23 @@ def test_invalid_topics_and_configs(broker: Broker) -> None:
 
     def create(name: str, **kw: Any) -> tuple[int, str | None]:
         configs = kw.get("configs", {})
-        resp = c.request(19, 7, {
-            "topics": [{"name": name, "num_partitions": kw.get("partitions", 1),
-                        "replication_factor": kw.get("rf", 1), "assignments": [],
-                        "configs": [{"name": k, "value": v} for k, v in configs.items()]}],
-            "timeout": 1000, "validate_only": False})
+        resp = c.request(
+            19,
+            7,
+            {
+                "topics": [
+                    {
+                        "name": name,
+                        "num_partitions": kw.get("partitions", 1),
+                        "replication_factor": kw.get("rf", 1),
+                        "assignments": [],
+                        "configs": [{"name": k, "value": v} for k, v in configs.items()],
+                    }
+                ],
+                "timeout": 1000,
+                "validate_only": False,
+            },
+        )
         return resp.topics[0].error_code, resp.topics[0].error_message
 
     assert create("bad/name")[0] == Errors.INVALID_TOPIC_EXCEPTION
@@ -181,16 +223,32 @@ def test_invalid_topics_and_configs(broker: Broker) -> None:
     assert create("ok", configs={"not.a.config": "1"})[0] == Errors.INVALID_CONFIG
     assert create("ok")[0] == 0
     assert create("ok")[0] == Errors.TOPIC_ALREADY_EXISTS
-    meta = c.request(3, 12, {"topics": [{"name": "bad name", "topic_id": None}],
-                             "allow_auto_topic_creation": True,
-                             "include_topic_authorized_operations": False})
+    meta = c.request(
+        3,
+        12,
+        {
+            "topics": [{"name": "bad name", "topic_id": None}],
+            "allow_auto_topic_creation": True,
+            "include_topic_authorized_operations": False,
+        },
+    )
     assert meta.topics[0].error_code == Errors.INVALID_TOPIC_EXCEPTION
 
     def alter(name: str, value: str) -> tuple[int, str | None]:
-        resp = c.request(44, 1, {"resources": [{
-            "resource_type": 2, "resource_name": "ok",
-            "configs": [{"name": name, "config_operation": 0, "value": value}]}],
-            "validate_only": False})
+        resp = c.request(
+            44,
+            1,
+            {
+                "resources": [
+                    {
+                        "resource_type": 2,
+                        "resource_name": "ok",
+                        "configs": [{"name": name, "config_operation": 0, "value": value}],
+                    }
+                ],
+                "validate_only": False,
+            },
+        )
         return resp.responses[0].error_code, resp.responses[0].error_message
 
     code, message = alter("segment.bytes", "-4")

@@ -15,8 +15,13 @@ from brook.protocol.records import build_simple_batch, iter_records
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "brook.cli.main", "server", *args],
-                          capture_output=True, text=True, timeout=60, env=env_with_repo())
+    return subprocess.run(
+        [sys.executable, "-m", "brook.cli.main", "server", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env_with_repo(),
+    )
 
 
 def test_unknown_and_bad_config_keys_are_rejected_by_name(tmp_path: Path) -> None:
@@ -31,15 +36,22 @@ def test_unknown_and_bad_config_keys_are_rejected_by_name(tmp_path: Path) -> Non
 
 
 def _topic_id(c: RawClient, topic: str) -> object:
-    meta = c.request(3, 12, {"topics": [{"name": topic, "topic_id": None}],
-                             "allow_auto_topic_creation": False,
-                             "include_topic_authorized_operations": False})
+    meta = c.request(
+        3,
+        12,
+        {
+            "topics": [{"name": topic, "topic_id": None}],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        },
+    )
     assert meta.topics[0].error_code == 0
     return meta.topics[0].topic_id
 
 
-def test_sigint_stops_cleanly_and_restart_keeps_data(brook: BrookProcess,
-                                                     unique_topic: str) -> None:
+def test_sigint_stops_cleanly_and_restart_keeps_data(
+    brook: BrookProcess, unique_topic: str
+) -> None:
     with RawClient(brook.bootstrap) as c:
         topic_id = create_topic(c, unique_topic, partitions=2).topics[0].topic_id
         for i in range(20):
@@ -65,8 +77,7 @@ def test_sigint_stops_cleanly_and_restart_keeps_data(brook: BrookProcess,
         assert sorted(got) == sorted(f"m{i}".encode() for i in range(20))
 
 
-def test_kill_minus_9_then_restart_keeps_flushed_records(tmp_path: Path,
-                                                         unique_topic: str) -> None:
+def test_kill_minus_9_then_restart_keeps_flushed_records(tmp_path: Path, unique_topic: str) -> None:
     with BrookProcess(tmp_path / "d", {"log.flush.interval.messages": "1"}) as b:
         with RawClient(b.bootstrap) as c:
             topic_id = create_topic(c, unique_topic).topics[0].topic_id
@@ -82,7 +93,8 @@ def test_kill_minus_9_then_restart_keeps_flushed_records(tmp_path: Path,
             assert _topic_id(c, unique_topic) == topic_id
             part = fetch(c, unique_topic, 0, 0).responses[0].partitions[0]
             assert [r.value for _, r in iter_records(part.records)] == [
-                str(i).encode() for i in range(50)]
+                str(i).encode() for i in range(50)
+            ]
             assert part.high_watermark == 50
 
 
@@ -98,15 +110,32 @@ def test_config_file_with_overrides(tmp_path: Path) -> None:
         "num.partitions=2\n"
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "brook.cli.main", "server", "--config", str(props),
-         "--override", "node.id=5"], env=env_with_repo(),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "brook.cli.main",
+            "server",
+            "--config",
+            str(props),
+            "--override",
+            "node.id=5",
+        ],
+        env=env_with_repo(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_for_port(port, proc=proc)
         with RawClient(f"127.0.0.1:{port}") as c:
-            meta = c.request(3, 12, {"topics": [{"name": "auto", "topic_id": None}],
-                                     "allow_auto_topic_creation": True,
-                                     "include_topic_authorized_operations": False})
+            meta = c.request(
+                3,
+                12,
+                {
+                    "topics": [{"name": "auto", "topic_id": None}],
+                    "allow_auto_topic_creation": True,
+                    "include_topic_authorized_operations": False,
+                },
+            )
         assert [b.node_id for b in meta.brokers] == [5]
         assert len(meta.topics[0].partitions) == 2
         assert (tmp_path / "data" / "auto-1").is_dir()

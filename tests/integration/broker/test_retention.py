@@ -15,20 +15,25 @@ from brook.protocol.records import build_simple_batch
 
 
 def test_retention_by_size_and_time(tmp_path: Path) -> None:
-    with BrookProcess(tmp_path / "d", {"log.retention.check.interval.ms": "200"}) as b, \
-            RawClient(b.bootstrap) as c:
+    with (
+        BrookProcess(tmp_path / "d", {"log.retention.check.interval.ms": "200"}) as b,
+        RawClient(b.bootstrap) as c,
+    ):
         create_topic(c, "by-size", configs={"segment.bytes": "2000", "retention.bytes": "4000"})
         create_topic(c, "by-time", configs={"segment.bytes": "2000", "retention.ms": "1000"})
         for i in range(40):
             for topic in ("by-size", "by-time"):
-                batch = build_simple_batch([b"%03d" % i + b"x" * 300],
-                                           timestamp=int(time.time() * 1000))
+                batch = build_simple_batch(
+                    [b"%03d" % i + b"x" * 300], timestamp=int(time.time() * 1000)
+                )
                 produce(c, topic, 0, batch)
         assert eventually(lambda: earliest_offset(c, "by-size") > 0)
         start = earliest_offset(c, "by-size")
         assert 20 < start < 40  # whole old segments went, the newest stayed
-        assert fetch(c, "by-size", 0, 0).responses[0].partitions[0].error_code == \
-            Errors.OFFSET_OUT_OF_RANGE
+        assert (
+            fetch(c, "by-size", 0, 0).responses[0].partitions[0].error_code
+            == Errors.OFFSET_OUT_OF_RANGE
+        )
         assert fetch(c, "by-size", 0, start).responses[0].partitions[0].error_code == 0
         # time-based: every segment ages out; the log end offset stays where it was
         assert eventually(lambda: earliest_offset(c, "by-time") == 40)

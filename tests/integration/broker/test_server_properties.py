@@ -18,9 +18,15 @@ from brook.protocol.records import build_simple_batch
 
 
 def _metadata(c: RawClient, *topics: str, create: bool = True) -> Any:
-    return c.request(3, 12, {"topics": [{"name": t, "topic_id": None} for t in topics],
-                             "allow_auto_topic_creation": create,
-                             "include_topic_authorized_operations": False})
+    return c.request(
+        3,
+        12,
+        {
+            "topics": [{"name": t, "topic_id": None} for t in topics],
+            "allow_auto_topic_creation": create,
+            "include_topic_authorized_operations": False,
+        },
+    )
 
 
 def _recovery_points(data: Path) -> dict[tuple[str, int], int]:
@@ -90,7 +96,8 @@ def test_identity_layout_rolls_retention_bytes_and_flush_messages(tmp_path: Path
 
 
 def test_replication_factor_auto_create_retention_flush_ms_sizes_and_idle_connections(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     overrides = {
         "default.replication.factor": "2",
         "auto.create.topics.enable": "false",
@@ -105,10 +112,23 @@ def test_replication_factor_auto_create_retention_flush_ms_sizes_and_idle_connec
     data = tmp_path / "data"
     with BrookProcess(data, overrides) as broker, RawClient(broker.bootstrap) as c:
         # default.replication.factor: one broker cannot hold two replicas
-        resp = c.request(19, 7, {"topics": [{"name": "two-copies", "num_partitions": 1,
-                                             "replication_factor": -1, "assignments": [],
-                                             "configs": []}],
-                                 "timeout": 5000, "validate_only": False})
+        resp = c.request(
+            19,
+            7,
+            {
+                "topics": [
+                    {
+                        "name": "two-copies",
+                        "num_partitions": 1,
+                        "replication_factor": -1,
+                        "assignments": [],
+                        "configs": [],
+                    }
+                ],
+                "timeout": 5000,
+                "validate_only": False,
+            },
+        )
         assert resp.topics[0].error_code == Errors.INVALID_REPLICATION_FACTOR
         # auto.create.topics.enable=false: Metadata does not create, even when allowed to
         assert _metadata(c, "never").topics[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -116,10 +136,23 @@ def test_replication_factor_auto_create_retention_flush_ms_sizes_and_idle_connec
         assert not (data / "never-0").exists()
 
         # log.retention.ms: old records go, the log end offset stays
-        c.request(19, 7, {"topics": [{"name": "aging", "num_partitions": 1,
-                                      "replication_factor": 1, "assignments": [],
-                                      "configs": []}],
-                          "timeout": 5000, "validate_only": False})
+        c.request(
+            19,
+            7,
+            {
+                "topics": [
+                    {
+                        "name": "aging",
+                        "num_partitions": 1,
+                        "replication_factor": 1,
+                        "assignments": [],
+                        "configs": [],
+                    }
+                ],
+                "timeout": 5000,
+                "validate_only": False,
+            },
+        )
         old = int(time.time() * 1000) - 60_000
         for i in range(3):
             assert _send(c, "aging", b"old%d" % i, timestamp=old) == 0

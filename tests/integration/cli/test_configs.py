@@ -16,8 +16,15 @@ def test_alter_and_describe_topic_configs(
 
     assert tool("topics", "--create", "--topic", unique_topic, bootstrap=b)[0] == 0
     code, out, err = tool(
-        "configs", "--alter", "--entity-type", "topics", "--entity-name", unique_topic,
-        "--add-config", "cleanup.policy=[delete,compact],retention.ms=60000", bootstrap=b,
+        "configs",
+        "--alter",
+        "--entity-type",
+        "topics",
+        "--entity-name",
+        unique_topic,
+        "--add-config",
+        "cleanup.policy=[delete,compact],retention.ms=60000",
+        bootstrap=b,
     )
     assert (code, out, err) == (0, f"Completed updating config for topic {unique_topic}.\n", "")
     code, out, _ = tool("configs", "--describe", "--topic", unique_topic, bootstrap=b)
@@ -29,8 +36,15 @@ def test_alter_and_describe_topic_configs(
         " DEFAULT_CONFIG:log.retention.ms=604800000}",
     ]
 
-    code, _, err = tool("configs", "--alter", "--topic", unique_topic, "--delete-config",
-                        "retention.ms", bootstrap=b)
+    code, _, err = tool(
+        "configs",
+        "--alter",
+        "--topic",
+        unique_topic,
+        "--delete-config",
+        "retention.ms",
+        bootstrap=b,
+    )
     assert code == 0, err
     code, out, _ = tool("configs", "--describe", "--topic", unique_topic, bootstrap=b)
     assert [line.split("=")[0].strip() for line in out.splitlines()[1:]] == ["cleanup.policy"]
@@ -44,14 +58,29 @@ def test_alter_and_describe_topic_configs(
 def test_bad_alterations(tool: Tool, brook_session: BrookProcess, unique_topic: str) -> None:
     b = brook_session.bootstrap
     assert tool("topics", "--create", "--topic", unique_topic, bootstrap=b)[0] == 0
-    code, _, err = tool("configs", "--alter", "--topic", unique_topic, "--delete-config",
-                        "retention.ms", bootstrap=b)
+    code, _, err = tool(
+        "configs",
+        "--alter",
+        "--topic",
+        unique_topic,
+        "--delete-config",
+        "retention.ms",
+        bootstrap=b,
+    )
     assert code == 1 and "Invalid config(s): retention.ms" in err
-    code, _, err = tool("configs", "--alter", "--topic", unique_topic, "--add-config",
-                        "retention.ms=soon", bootstrap=b)
+    code, _, err = tool(
+        "configs",
+        "--alter",
+        "--topic",
+        unique_topic,
+        "--add-config",
+        "retention.ms=soon",
+        bootstrap=b,
+    )
     assert code == 1 and "INVALID_CONFIG" in err and "retention.ms" in err
-    code, _, err = tool("configs", "--alter", "--topic", unique_topic, "--add-config",
-                        "no-equals-sign", bootstrap=b)
+    code, _, err = tool(
+        "configs", "--alter", "--topic", unique_topic, "--add-config", "no-equals-sign", bootstrap=b
+    )
     assert code == 1 and 'format "key=val"' in err
     code, _, err = tool("configs", "--describe", "--entity-type", "users", bootstrap=b)
     assert code == 1 and "users configs are not supported" in err

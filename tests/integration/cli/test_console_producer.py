@@ -12,8 +12,9 @@ from support import BrookProcess
 from brook import Consumer
 
 
-def produce_lines(tool: Tool, monkeypatch: pytest.MonkeyPatch, bootstrap: str, text: str,
-                  *args: str) -> tuple[int, str, str]:
+def produce_lines(
+    tool: Tool, monkeypatch: pytest.MonkeyPatch, bootstrap: str, text: str, *args: str
+) -> tuple[int, str, str]:
     monkeypatch.setattr(sys, "stdin", io.StringIO(text))
     return tool("console-producer", *args, bootstrap=bootstrap)
 
@@ -36,9 +37,20 @@ def test_keys_headers_and_null_marker(
     b = brook_session.bootstrap
     text = "h1:a,h2:b\tk1\tv1\nNULL\tk2\tNULL\nh3:NULL\tNULL\tv3\n"
     code, _, err = produce_lines(
-        tool, monkeypatch, b, text, "--topic", unique_topic, "--sync",
-        "--property", "parse.key=true", "--property", "parse.headers=true",
-        "--property", "null.marker=NULL", "--compression-codec",
+        tool,
+        monkeypatch,
+        b,
+        text,
+        "--topic",
+        unique_topic,
+        "--sync",
+        "--property",
+        "parse.key=true",
+        "--property",
+        "parse.headers=true",
+        "--property",
+        "null.marker=NULL",
+        "--compression-codec",
     )
     assert code == 0, err
     assert read_all(b, unique_topic, 3) == [
@@ -55,12 +67,30 @@ def test_plain_lines_and_parse_errors(
     code, _, err = produce_lines(tool, monkeypatch, b, "one\ntwo\n", "--topic", unique_topic)
     assert code == 0, err
     assert read_all(b, unique_topic, 2) == [(None, b"one", []), (None, b"two", [])]
-    code, _, err = produce_lines(tool, monkeypatch, b, "no-separator\n", "--topic", unique_topic,
-                                 "--property", "parse.key=true")
+    code, _, err = produce_lines(
+        tool,
+        monkeypatch,
+        b,
+        "no-separator\n",
+        "--topic",
+        unique_topic,
+        "--property",
+        "parse.key=true",
+    )
     assert code == 1
     assert "No key separator found on line number 1: 'no-separator'" in err
     # ignore.error keeps going: the whole line becomes the value.
-    code, _, _ = produce_lines(tool, monkeypatch, b, "whole-line\n", "--topic", unique_topic,
-                               "--property", "parse.key=true", "--property", "ignore.error=true")
+    code, _, _ = produce_lines(
+        tool,
+        monkeypatch,
+        b,
+        "whole-line\n",
+        "--topic",
+        unique_topic,
+        "--property",
+        "parse.key=true",
+        "--property",
+        "ignore.error=true",
+    )
     assert code == 0
     assert read_all(b, unique_topic, 3)[-1] == (None, b"whole-line", [])

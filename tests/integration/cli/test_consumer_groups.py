@@ -16,8 +16,10 @@ from brook.client.admin import MemberDescription
 
 
 def _load(tool: Tool, bootstrap: str, topic: str) -> None:
-    assert tool("topics", "--create", "--topic", topic, "--partitions", "2",
-                bootstrap=bootstrap)[0] == 0
+    assert (
+        tool("topics", "--create", "--topic", topic, "--partitions", "2", bootstrap=bootstrap)[0]
+        == 0
+    )
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
     for partition, count in ((0, 5), (1, 3)):
         for _ in range(count):
@@ -35,13 +37,15 @@ def test_the_tool_on_a_live_then_empty_group(
     b, t = brook_session.bootstrap, unique_topic
     group = f"{t}-group"
     _load(tool, b, t)
-    member = Consumer({
-        "bootstrap.servers": b,
-        "group.id": group,
-        "client.id": "cli-app",
-        "auto.offset.reset": "earliest",
-        "enable.auto.commit": False,
-    })
+    member = Consumer(
+        {
+            "bootstrap.servers": b,
+            "group.id": group,
+            "client.id": "cli-app",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     try:
         member.subscribe([t])
         got = 0
@@ -61,22 +65,40 @@ def test_the_tool_on_a_live_then_empty_group(
         code, out, err = tool("consumer-groups", "--describe", "--group", group, bootstrap=b)
         assert (code, err) == (0, "")
         assert out.splitlines()[1].split() == [
-            "GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
-            "CONSUMER-ID", "HOST", "CLIENT-ID",
+            "GROUP",
+            "TOPIC",
+            "PARTITION",
+            "CURRENT-OFFSET",
+            "LOG-END-OFFSET",
+            "LAG",
+            "CONSUMER-ID",
+            "HOST",
+            "CLIENT-ID",
         ]
         assert _rows(out) == [
             [group, t, "0", "2", "5", "3", member_id, "/127.0.0.1", "cli-app"],
             [group, t, "1", "3", "3", "0", member_id, "/127.0.0.1", "cli-app"],
         ]
-        code, out, _ = tool("consumer-groups", "--describe", "--group", group, "--members",
-                            bootstrap=b)
+        code, out, _ = tool(
+            "consumer-groups", "--describe", "--group", group, "--members", bootstrap=b
+        )
         assert _rows(out) == [[group, member_id, "/127.0.0.1", "cli-app", "2"]]
-        code, out, _ = tool("consumer-groups", "--describe", "--group", group, "--state",
-                            bootstrap=b)
+        code, out, _ = tool(
+            "consumer-groups", "--describe", "--group", group, "--state", bootstrap=b
+        )
         assert _rows(out)[0][-3:] == ["range", "Stable", "1"]
 
-        code, out, err = tool("consumer-groups", "--reset-offsets", "--group", group, "--topic",
-                              t, "--to-earliest", "--execute", bootstrap=b)
+        code, out, err = tool(
+            "consumer-groups",
+            "--reset-offsets",
+            "--group",
+            group,
+            "--topic",
+            t,
+            "--to-earliest",
+            "--execute",
+            bootstrap=b,
+        )
         assert (
             f"Error: Assignments can only be reset if the group '{group}' is inactive, but the "
             "current state is Stable." in out
@@ -92,35 +114,73 @@ def test_the_tool_on_a_live_then_empty_group(
     ]
 
     # Dry run (the default, with Kafka's warning): a plan, nothing changes.
-    code, out, err = tool("consumer-groups", "--reset-offsets", "--group", group, "--all-topics",
-                          "--to-earliest", bootstrap=b)
+    code, out, err = tool(
+        "consumer-groups",
+        "--reset-offsets",
+        "--group",
+        group,
+        "--all-topics",
+        "--to-earliest",
+        bootstrap=b,
+    )
     assert code == 0 and "--execute option is missing" in err
     assert _rows(out) == [[group, t, "0", "0"], [group, t, "1", "0"]]
     assert _committed(b, group) == {0: 2, 1: 3}
 
-    code, out, _ = tool("consumer-groups", "--reset-offsets", "--group", group, "--topic",
-                        f"{t}:0", "--shift-by", "-1", "--execute", bootstrap=b)
+    code, out, _ = tool(
+        "consumer-groups",
+        "--reset-offsets",
+        "--group",
+        group,
+        "--topic",
+        f"{t}:0",
+        "--shift-by",
+        "-1",
+        "--execute",
+        bootstrap=b,
+    )
     assert _rows(out) == [[group, t, "0", "1"]]
     assert _committed(b, group) == {0: 1, 1: 3}
 
-    code, out, err = tool("consumer-groups", "--reset-offsets", "--group", group, "--topic", t,
-                          "--to-offset", "99", "--dry-run", "--export", bootstrap=b)
+    code, out, err = tool(
+        "consumer-groups",
+        "--reset-offsets",
+        "--group",
+        group,
+        "--topic",
+        t,
+        "--to-offset",
+        "99",
+        "--dry-run",
+        "--export",
+        bootstrap=b,
+    )
     assert out == f"{t},0,5\n{t},1,3\n\n"
     assert "Value will be set to 5" in err
     plan = tmp_path / "plan.csv"
     plan.write_text(f"{t},0,4\n{t},1,1\n")
-    tool("consumer-groups", "--reset-offsets", "--group", group, "--from-file", str(plan),
-         "--execute", bootstrap=b)
+    tool(
+        "consumer-groups",
+        "--reset-offsets",
+        "--group",
+        group,
+        "--from-file",
+        str(plan),
+        "--execute",
+        bootstrap=b,
+    )
     assert _committed(b, group) == {0: 4, 1: 1}
 
-    code, out, _ = tool("consumer-groups", "--delete-offsets", "--group", group, "--topic",
-                        f"{t}:1", bootstrap=b)
+    code, out, _ = tool(
+        "consumer-groups", "--delete-offsets", "--group", group, "--topic", f"{t}:1", bootstrap=b
+    )
     assert out.startswith(f"Request succeeded for deleting offsets from group {group}.")
     assert _rows(out.split("\n", 1)[1]) == [[t, "1", "Successful"]]
     assert _committed(b, group) == {0: 4}
 
-    code, out, _ = tool("consumer-groups", "--delete", "--group", group, "--group",
-                        f"{group}-none", bootstrap=b)
+    code, out, _ = tool(
+        "consumer-groups", "--delete", "--group", group, "--group", f"{group}-none", bootstrap=b
+    )
     assert code == 1
     assert f"* Group '{group}-none' could not be deleted due to: " in out
     assert f"These consumer groups were deleted successfully: '{group}'" in out
@@ -134,8 +194,16 @@ def test_usage_errors(tool: Tool, brook_session: BrookProcess) -> None:
     assert "Option [describe] takes one of these options: [group], [all-groups]" in err
     code, _, err = tool("consumer-groups", "--list")
     assert (code, 'Missing required argument "[bootstrap-server]"' in err) == (1, True)
-    code, out, _ = tool("consumer-groups", "--reset-offsets", "--group", "g", "--topic", "nope",
-                        "--to-earliest", bootstrap=brook_session.bootstrap)
+    code, out, _ = tool(
+        "consumer-groups",
+        "--reset-offsets",
+        "--group",
+        "g",
+        "--topic",
+        "nope",
+        "--to-earliest",
+        bootstrap=brook_session.bootstrap,
+    )
     assert code == 1 and "Error: Executing consumer group command failed due to" in out
 
 

@@ -12,8 +12,10 @@ from support import BrookProcess
 def loaded_topic(tool: Tool, brook_session: BrookProcess, unique_topic: str) -> str:
     """Two partitions: 3 records (timestamps 1000, 2000, 3000) in 0, 5 records in 1."""
     b = brook_session.bootstrap
-    assert tool("topics", "--create", "--topic", unique_topic, "--partitions", "2",
-                bootstrap=b)[0] == 0
+    assert (
+        tool("topics", "--create", "--topic", unique_topic, "--partitions", "2", bootstrap=b)[0]
+        == 0
+    )
     producer = Producer({"bootstrap.servers": b, "linger.ms": 0})
     for i in range(3):
         producer.produce(unique_topic, b"v", partition=0, timestamp=1000 * (i + 1))
@@ -35,11 +37,15 @@ def test_offsets_at_times(tool: Tool, brook_session: BrookProcess, loaded_topic:
     )
     # The first offset with a timestamp >= 2000 is 1 in partition 0; partition 1's records
     # carry the current time, so its answer is its first offset.
-    assert tool("get-offsets", "--topic-partitions", f"{t}:0", "--time", "2000",
-                bootstrap=b)[1] == f"{t}:0:1\n"
+    assert (
+        tool("get-offsets", "--topic-partitions", f"{t}:0", "--time", "2000", bootstrap=b)[1]
+        == f"{t}:0:1\n"
+    )
     # A timestamp after every record: no offset, so nothing is printed for the partition.
-    assert tool("get-offsets", "--topic", t, "--partitions", "0", "--time", "5000",
-                bootstrap=b)[1] == ""
+    assert (
+        tool("get-offsets", "--topic", t, "--partitions", "0", "--time", "5000", bootstrap=b)[1]
+        == ""
+    )
     assert tool("get-offsets", "--topic-partitions", f"{t}:1-", bootstrap=b)[1] == f"{t}:1:5\n"
     assert tool("get-offsets", "--topic-partitions", f"{t}:-1", bootstrap=b)[1] == f"{t}:0:3\n"
 
@@ -53,9 +59,9 @@ def test_bad_input(tool: Tool, brook_session: BrookProcess, loaded_topic: str) -
     )
     code, _, err = tool("get-offsets", "--topic", loaded_topic, "--time", "yesterday", bootstrap=b)
     assert code == 1 and "Malformed time argument yesterday" in err
-    code, _, err = tool("get-offsets", "--topic", loaded_topic, "--topic-partitions", "x",
-                        bootstrap=b)
+    code, _, err = tool(
+        "get-offsets", "--topic", loaded_topic, "--topic-partitions", "x", bootstrap=b
+    )
     assert code == 1 and "--topic-partitions cannot be used with --topic" in err
-    code, _, err = tool("get-offsets", "--topic", loaded_topic, "--partitions", "a,b",
-                        bootstrap=b)
+    code, _, err = tool("get-offsets", "--topic", loaded_topic, "--partitions", "a,b", bootstrap=b)
     assert code == 1 and "numeric partition ids" in err

@@ -18,9 +18,21 @@ FINAL = re.compile(
 
 def test_final_line_and_metrics(tool: Tool, brook_session: BrookProcess, unique_topic: str) -> None:
     b = brook_session.bootstrap
-    code, out, err = tool("producer-perf-test", "--topic", unique_topic, "--num-records", "3000",
-                          "--record-size", "100", "--throughput", "-1", "--producer-props",
-                          f"bootstrap.servers={b}", "acks=all", "--print-metrics")
+    code, out, err = tool(
+        "producer-perf-test",
+        "--topic",
+        unique_topic,
+        "--num-records",
+        "3000",
+        "--record-size",
+        "100",
+        "--throughput",
+        "-1",
+        "--producer-props",
+        f"bootstrap.servers={b}",
+        "acks=all",
+        "--print-metrics",
+    )
     assert code == 0, err
     lines = out.splitlines()
     m = FINAL.match(lines[0])
@@ -36,9 +48,20 @@ def test_monotonic_payloads_and_throttling(
 ) -> None:
     b = brook_session.bootstrap
     began = time.monotonic()
-    code, out, err = tool("producer-perf-test", "--topic", unique_topic, "--num-records", "600",
-                          "--payload-monotonic", "--throughput", "400", "--producer-props",
-                          f"bootstrap.servers={b}", "--warmup-records", "100")
+    code, out, err = tool(
+        "producer-perf-test",
+        "--topic",
+        unique_topic,
+        "--num-records",
+        "600",
+        "--payload-monotonic",
+        "--throughput",
+        "400",
+        "--producer-props",
+        f"bootstrap.servers={b}",
+        "--warmup-records",
+        "100",
+    )
     elapsed = time.monotonic() - began
     assert code == 0, err
     lines = out.splitlines()
@@ -61,16 +84,50 @@ def test_bad_arguments(tool: Tool, brook_session: BrookProcess) -> None:
     b = brook_session.bootstrap
     base = ["--topic", "t", "--throughput", "-1"]
     cases = [
-        (["--num-records", "0", "--record-size", "10", "--producer-props",
-          f"bootstrap.servers={b}"], "--num-records should be greater than zero"),
-        (["--num-records", "5", "--record-size", "10"],
-         "Either --producer-props or --producer.config must be specified."),
-        (["--num-records", "5", "--record-size", "10", "--producer-props", "broken"],
-         "Invalid property: broken"),
-        (["--num-records", "5", "--record-size", "10", "--producer-props",
-          f"bootstrap.servers={b}", "--transactional-id", "x"], "Transactions are not supported"),
-        (["--num-records", "5", "--record-size", "10", "--producer-props",
-          f"bootstrap.servers={b}", "no.such.key=1"], "no.such.key"),
+        (
+            [
+                "--num-records",
+                "0",
+                "--record-size",
+                "10",
+                "--producer-props",
+                f"bootstrap.servers={b}",
+            ],
+            "--num-records should be greater than zero",
+        ),
+        (
+            ["--num-records", "5", "--record-size", "10"],
+            "Either --producer-props or --producer.config must be specified.",
+        ),
+        (
+            ["--num-records", "5", "--record-size", "10", "--producer-props", "broken"],
+            "Invalid property: broken",
+        ),
+        (
+            [
+                "--num-records",
+                "5",
+                "--record-size",
+                "10",
+                "--producer-props",
+                f"bootstrap.servers={b}",
+                "--transactional-id",
+                "x",
+            ],
+            "Transactions are not supported",
+        ),
+        (
+            [
+                "--num-records",
+                "5",
+                "--record-size",
+                "10",
+                "--producer-props",
+                f"bootstrap.servers={b}",
+                "no.such.key=1",
+            ],
+            "no.such.key",
+        ),
     ]
     for args, message in cases:
         code, _, err = tool("producer-perf-test", *base, *args)

@@ -26,8 +26,17 @@ def test_create_describe_alter_delete(
     tool: Tool, brook_session: BrookProcess, unique_topic: str
 ) -> None:
     b = brook_session.bootstrap
-    code, out, err = tool("topics", "--create", "--topic", unique_topic, "--partitions", "3",
-                          "--config", "retention.ms=60000", bootstrap=b)
+    code, out, err = tool(
+        "topics",
+        "--create",
+        "--topic",
+        unique_topic,
+        "--partitions",
+        "3",
+        "--config",
+        "retention.ms=60000",
+        bootstrap=b,
+    )
     assert (code, out, err) == (0, f"Created topic {unique_topic}.\n", "")
 
     lines = describe(tool, b, "--topic", unique_topic)
@@ -47,8 +56,9 @@ def test_create_describe_alter_delete(
     # The same topic by id.
     assert describe(tool, b, "--topic-id", m.group(2)) == lines
 
-    code, out, err = tool("topics", "--alter", "--topic", unique_topic, "--partitions", "5",
-                          bootstrap=b)
+    code, out, err = tool(
+        "topics", "--alter", "--topic", unique_topic, "--partitions", "5", bootstrap=b
+    )
     assert code == 0, err
     assert "PartitionCount: 5" in describe(tool, b, "--topic", unique_topic)[0]
 
@@ -65,8 +75,11 @@ def test_existing_and_missing_topics(
     assert tool("topics", "--create", "--topic", unique_topic, bootstrap=b)[0] == 0
     code, _, err = tool("topics", "--create", "--topic", unique_topic, bootstrap=b)
     assert code == 1 and "TOPIC_ALREADY_EXISTS" in err
-    assert tool("topics", "--create", "--topic", unique_topic, "--if-not-exists",
-                bootstrap=b) == (0, "", "")
+    assert tool("topics", "--create", "--topic", unique_topic, "--if-not-exists", bootstrap=b) == (
+        0,
+        "",
+        "",
+    )
 
     missing = unique_topic + "-missing"
     for action in ("--describe", "--delete"):
@@ -80,8 +93,7 @@ def test_list_filters_by_regex_and_overrides(
 ) -> None:
     b = brook_session.bootstrap
     plain, tuned, other = f"{unique_topic}-a", f"{unique_topic}-b", f"x{unique_topic}"
-    for name, extra in ((plain, []), (tuned, ["--config", "cleanup.policy=compact"]),
-                        (other, [])):
+    for name, extra in ((plain, []), (tuned, ["--config", "cleanup.policy=compact"]), (other, [])):
         assert tool("topics", "--create", "--topic", name, *extra, bootstrap=b)[0] == 0
     out = tool("topics", "--list", "--topic", f"{unique_topic}-.*", bootstrap=b)[1]
     assert out.splitlines() == [plain, tuned]
@@ -97,14 +109,25 @@ def test_bad_input(tool: Tool, brook_session: BrookProcess, unique_topic: str) -
     assert code == 1 and "exactly one action" in err
     code, _, err = tool("topics", "--alter", "--topic", unique_topic, bootstrap=b)
     assert code == 1 and "partitions" in err
-    code, _, err = tool("topics", "--alter", "--topic", unique_topic, "--partitions", "2",
-                        "--replication-factor", "1", bootstrap=b)
+    code, _, err = tool(
+        "topics",
+        "--alter",
+        "--topic",
+        unique_topic,
+        "--partitions",
+        "2",
+        "--replication-factor",
+        "1",
+        bootstrap=b,
+    )
     assert code == 1 and "replication-factor" in err
-    code, _, err = tool("topics", "--create", "--topic", unique_topic, "--partitions", "0",
-                        bootstrap=b)
+    code, _, err = tool(
+        "topics", "--create", "--topic", unique_topic, "--partitions", "0", bootstrap=b
+    )
     assert code == 1 and "The partitions must be greater than 0" in err
-    code, _, err = tool("topics", "--create", "--topic", unique_topic, "--config",
-                        "retention.ms=soon", bootstrap=b)
+    code, _, err = tool(
+        "topics", "--create", "--topic", unique_topic, "--config", "retention.ms=soon", bootstrap=b
+    )
     assert code == 1 and "INVALID_CONFIG" in err and "retention.ms" in err
     code, _, err = tool("topics", "--create", "--topic", "bad/name", bootstrap=b)
     assert code == 1 and "INVALID_TOPIC_EXCEPTION" in err

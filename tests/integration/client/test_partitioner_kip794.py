@@ -124,7 +124,10 @@ def test_without_the_availability_timeout_no_node_is_excluded(
     ):
         producer.partitions_for(unique_topic)
         produce_at_rate(
-            producer, unique_topic, 2000, 1,
+            producer,
+            unique_topic,
+            2000,
+            1,
             lambda: seen.append(producer._core.tracker.excludes(SLOW_NODE)),
         )
     assert seen and not any(seen)

@@ -33,8 +33,15 @@ def test_round_trip_per_codec(bootstrap: str, unique_topic: str, codec: str) -> 
             headers = [("idx", str(i).encode()), ("null", None)] if i % 2 else None
             partition = 2 if i % 11 == 0 else None
             futures.append(
-                (producer.send(unique_topic, value, key=key, partition=partition,
-                               headers=headers), key, value, headers, partition)
+                (
+                    producer.send(
+                        unique_topic, value, key=key, partition=partition, headers=headers
+                    ),
+                    key,
+                    value,
+                    headers,
+                    partition,
+                )
             )
         producer.flush()
         for future, key, value, headers, partition in futures:
@@ -48,8 +55,7 @@ def test_round_trip_per_codec(bootstrap: str, unique_topic: str, codec: str) -> 
     assert len(sent) == 400
     stored = consume(bootstrap, unique_topic, 3, 400)
     got = {
-        (m.partition(), m.offset()): (m.key(), m.value(), list(m.headers() or []))
-        for m in stored
+        (m.partition(), m.offset()): (m.key(), m.value(), list(m.headers() or [])) for m in stored
     }
     assert len(stored) == 400
     assert got == {k: (key, value, list(h)) for k, (key, value, h) in sent.items()}

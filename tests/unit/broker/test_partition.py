@@ -22,8 +22,9 @@ NOW = 1_700_000_000_000
 TOPIC_ID = uuid.uuid4()
 
 
-def _info(leader: int, epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...]
-          ) -> PartitionInfo:
+def _info(
+    leader: int, epoch: int, replicas: tuple[int, ...], isr: tuple[int, ...]
+) -> PartitionInfo:
     return PartitionInfo(TOPIC_ID, 0, replicas, isr, leader, epoch, epoch)
 
 
@@ -32,8 +33,7 @@ def open_log(tmp_path: Path) -> Iterator[Callable[..., PartitionLog]]:
     opened: list[PartitionLog] = []
 
     def factory(**config: object) -> PartitionLog:
-        plog = PartitionLog.open(tmp_path / "t-0", LogConfig.from_topic_config(config),
-                                 now_ms=NOW)
+        plog = PartitionLog.open(tmp_path / "t-0", LogConfig.from_topic_config(config), now_ms=NOW)
         opened.append(plog)
         return plog
 
@@ -48,8 +48,9 @@ def partition(open_log: Callable[..., PartitionLog]) -> Partition:
 
 
 def _append(p: Partition, count: int = 3, acks: int = 1) -> int:
-    return p.append_as_leader(build_simple_batch([b"v"] * count, timestamp=NOW), acks, NOW) \
-        .first_offset
+    return p.append_as_leader(
+        build_simple_batch([b"v"] * count, timestamp=NOW), acks, NOW
+    ).first_offset
 
 
 def test_alone_in_the_isr_the_high_watermark_follows_the_log_end(partition: Partition) -> None:

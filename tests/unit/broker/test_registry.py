@@ -23,6 +23,8 @@ def test_compatibility_doc_matches_the_registry() -> None:
     row = r"^\| ([A-Z_]+) \((\d+)\) \| (\d+)\N{EN DASH}(\d+) \| (\d+) \|"
     rows = re.findall(row, DOC.read_text(), re.M)
     documented = {int(k): (name, int(lo), int(hi), int(adv)) for name, k, lo, hi, adv in rows}
-    served = {k: (ApiKey(k).name, s.min_version, s.max_version, s.advertised_min)
-              for k, s in HANDLERS.items()}
+    served = {
+        k: (ApiKey(k).name, s.min_version, s.max_version, s.advertised_min)
+        for k, s in HANDLERS.items()
+    }
     assert documented == served

@@ -46,15 +46,19 @@ def setup(tmp_path: Path) -> Iterator[tuple[ReplicaManager, list[tuple[str, bool
     manager.write_high_watermarks({("t", 0): 99})
     image = MetadataImage()
     ep = (Endpoint("PLAINTEXT", "h", 1),)
-    image.apply_all(enumerate([
-        RegisterBrokerRecord(1, "a", 0, ep),
-        RegisterBrokerRecord(2, "b", 1, ep),
-        TopicRecord("t", T1),
-        PartitionRecord(T1, 0, (1, 2), (1, 2), 1),
-        PartitionRecord(T1, 1, (2, 1), (2, 1), 2),
-        TopicRecord("u", T2),
-        PartitionRecord(T2, 0, (2,), (2,), 2),
-    ]))
+    image.apply_all(
+        enumerate(
+            [
+                RegisterBrokerRecord(1, "a", 0, ep),
+                RegisterBrokerRecord(2, "b", 1, ep),
+                TopicRecord("t", T1),
+                PartitionRecord(T1, 0, (1, 2), (1, 2), 1),
+                PartitionRecord(T1, 1, (2, 1), (2, 1), 2),
+                TopicRecord("u", T2),
+                PartitionRecord(T2, 0, (2,), (2,), 2),
+            ]
+        )
+    )
     rm = ReplicaManager(1, config, manager, image)
     events: list[tuple[str, bool]] = []
     rm.add_leadership_listener(

@@ -43,10 +43,15 @@ def test_key_values_and_precedence(tmp_path) -> None:
         parse_key_values(["nope"])
     config = tmp_path / "client.properties"
     config.write_text("bootstrap.servers=file:1\nacks=1\nlinger.ms=7\n")
-    props = client_properties("cli:2", str(config), extra=["acks=all"],
-                              overrides={"client.id": "tool"})
-    assert props == {"bootstrap.servers": "cli:2", "acks": "all", "linger.ms": "7",
-                     "client.id": "tool"}
+    props = client_properties(
+        "cli:2", str(config), extra=["acks=all"], overrides={"client.id": "tool"}
+    )
+    assert props == {
+        "bootstrap.servers": "cli:2",
+        "acks": "all",
+        "linger.ms": "7",
+        "client.id": "tool",
+    }
     with pytest.raises(CommandError, match="No such file"):
         client_properties("cli:2", str(tmp_path / "missing.properties"))
     with pytest.raises(CommandError, match="--bootstrap-server must be specified"):

@@ -21,10 +21,20 @@ def test_reader_and_settings_checks() -> None:
         LineReader({"null.marker": "\t"})
     with pytest.raises(CommandError, match=r"headers\.delimiter and headers\.separator"):
         LineReader({"headers.separator": "\t"})
-    args = build_parser().parse_args([
-        "--bootstrap-server", "h:1", "--topic", "t", "--timeout", "7",
-        "--producer-property", "linger.ms=50", "--producer-property", "batch.size=100",
-    ])
+    args = build_parser().parse_args(
+        [
+            "--bootstrap-server",
+            "h:1",
+            "--topic",
+            "t",
+            "--timeout",
+            "7",
+            "--producer-property",
+            "linger.ms=50",
+            "--producer-property",
+            "batch.size=100",
+        ]
+    )
     props = producer_config(args)
     # An explicit flag wins; a property set by the user beats the tool's default.
     assert props["linger.ms"] == 7 and props["batch.size"] == "100"

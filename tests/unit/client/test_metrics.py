@@ -32,8 +32,11 @@ class Clock:
 
 
 def test_metric_name_prints_as_java_and_keys_by_that_text() -> None:
-    name = MetricName("outgoing-byte-total", "producer-node-metrics",
-                      {"client-id": "producer-1", "node-id": "node-1"})
+    name = MetricName(
+        "outgoing-byte-total",
+        "producer-node-metrics",
+        {"client-id": "producer-1", "node-id": "node-1"},
+    )
     assert name == (
         "producer-node-metrics:outgoing-byte-total:{client-id=producer-1, node-id=node-1}"
     )
@@ -122,8 +125,9 @@ def test_sensors_are_thread_safe() -> None:
 
 
 def test_format_metrics_matches_tools_utils_print_metrics() -> None:
-    a = MetricName("outgoing-byte-total", "producer-node-metrics",
-                   {"client-id": "perf", "node-id": "node-0"})
+    a = MetricName(
+        "outgoing-byte-total", "producer-node-metrics", {"client-id": "perf", "node-id": "node-0"}
+    )
     b = MetricName("batch-size-avg", "producer-metrics", {"client-id": "perf"})
     text = format_metrics({a: 46826262.0, b: math.nan})
     lines = text.split("\n")

@@ -80,12 +80,16 @@ def test_bad_listener_and_unknown_key() -> None:
     ("props", "named"),
     [
         ({"listeners": "SSL://127.0.0.1:9093"}, "SSL"),
-        ({"listeners": "SECURE://:9093", "listener.security.protocol.map": "SECURE:SASL_SSL"},
-         "SASL_SSL"),
+        (
+            {"listeners": "SECURE://:9093", "listener.security.protocol.map": "SECURE:SASL_SSL"},
+            "SASL_SSL",
+        ),
         ({"listeners": "INTERNAL://:9093"}, "listener.security.protocol.map"),
         ({"process.roles": "broker"}, "process.roles"),
-        ({"node.id": "2", "controller.quorum.voters": "1@h:9093,2@h:9094"},
-         "controller.quorum.voters"),
+        (
+            {"node.id": "2", "controller.quorum.voters": "1@h:9093,2@h:9094"},
+            "controller.quorum.voters",
+        ),
     ],
 )
 def test_settings_brook_cannot_serve_yet_are_refused_not_ignored(
@@ -96,10 +100,12 @@ def test_settings_brook_cannot_serve_yet_are_refused_not_ignored(
 
 
 def test_plaintext_listeners_under_any_name_and_a_quorum_of_itself() -> None:
-    cfg = parse_server_config({
-        "node.id": "4",
-        "listeners": "INTERNAL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
-        "listener.security.protocol.map": "INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "controller.quorum.voters": "4@127.0.0.1:9093",
-    })
+    cfg = parse_server_config(
+        {
+            "node.id": "4",
+            "listeners": "INTERNAL://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+            "listener.security.protocol.map": "INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.quorum.voters": "4@127.0.0.1:9093",
+        }
+    )
     assert node_id(cfg) == 4

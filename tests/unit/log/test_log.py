@@ -164,10 +164,13 @@ def _record_with_null_header_key() -> bytes:
     "records",
     [
         pytest.param([encode_record(0, 0, None, b"v"), _record_with_extra_byte()], id="longer"),
-        pytest.param([encode_record(0, 0, None, b"v"), _record_with_null_header_key()],
-                     id="null-header-key"),
-        pytest.param([encode_record(0, 0, None, b"v") + encode_record(1, 0, None, b"w")],
-                     id="more-records-than-counted"),
+        pytest.param(
+            [encode_record(0, 0, None, b"v"), _record_with_null_header_key()], id="null-header-key"
+        ),
+        pytest.param(
+            [encode_record(0, 0, None, b"v") + encode_record(1, 0, None, b"w")],
+            id="more-records-than-counted",
+        ),
         pytest.param([encode_record(0, 0, None, b"v"), b""], id="fewer-records-than-counted"),
         pytest.param([encode_record(0, 0, None, b"v")[:-1] + b"\x05"], id="bad-header-count"),
     ],
@@ -180,16 +183,20 @@ def test_malformed_records_in_a_well_formed_batch(
     bad = build_batch(records, base_timestamp=NOW, max_timestamp=NOW, codec=codec)
     assert _code(plog.append_as_leader, bad, 0, NOW) == Errors.INVALID_RECORD
     assert plog.log_end_offset == 0 and plog.size_in_bytes() == 0
-    good = build_batch([encode_record(0, 0, None, b"v")], base_timestamp=NOW,
-                       max_timestamp=NOW, codec=codec)
+    good = build_batch(
+        [encode_record(0, 0, None, b"v")], base_timestamp=NOW, max_timestamp=NOW, codec=codec
+    )
     assert plog.append_as_leader(good, 0, NOW).first_offset == 0
 
 
 def test_every_record_timestamp_is_checked(open_log: OpenLog, make_config: MakeConfig) -> None:
     plog = open_log(config=make_config(message_timestamp_before_max_ms=1000))
     # The first and the largest timestamps are within bounds; the middle record's is not.
-    records = [encode_record(0, 0, None, b"a"), encode_record(1, -5000, None, b"b"),
-               encode_record(2, 10, None, b"c")]
+    records = [
+        encode_record(0, 0, None, b"a"),
+        encode_record(1, -5000, None, b"b"),
+        encode_record(2, 10, None, b"c"),
+    ]
     batch = build_batch(records, base_timestamp=NOW, max_timestamp=NOW + 10)
     assert _code(plog.append_as_leader, batch, 0, NOW) == Errors.INVALID_TIMESTAMP
     # A timestamp of -1 (none) is not checked.
@@ -208,12 +215,14 @@ def test_the_batch_carries_its_records_largest_timestamp(open_log: OpenLog) -> N
     assert plog.max_timestamp_offset() == (1, NOW + 7, 0)
 
 
-def test_clients_may_not_stamp_log_append_time(
-    open_log: OpenLog, make_config: MakeConfig
-) -> None:
+def test_clients_may_not_stamp_log_append_time(open_log: OpenLog, make_config: MakeConfig) -> None:
     plog = open_log(config=make_config(message_timestamp_type="LogAppendTime"))
-    stamped = build_batch([encode_record(0, 0, None, b"a")], base_timestamp=NOW,
-                          max_timestamp=NOW, log_append_time=True)
+    stamped = build_batch(
+        [encode_record(0, 0, None, b"a")],
+        base_timestamp=NOW,
+        max_timestamp=NOW,
+        log_append_time=True,
+    )
     assert _code(plog.append_as_leader, stamped, 0, NOW) == Errors.INVALID_TIMESTAMP
     assert plog.log_end_offset == 0
 
@@ -533,15 +542,21 @@ def test_appends_never_fsync_and_the_next_flush_syncs_what_they_wrote(
     monkeypatch.setattr(os, "fsync", spy)
     plog = open_log("fresh-0", config=make_config(segment_bytes=400), topic_id=uuid.uuid4())
     for i in range(12):
-        plog.append_as_leader(_batch(2, producer_id=7, producer_epoch=0, base_sequence=2 * i),
-                              i // 4, NOW)
+        plog.append_as_leader(
+            _batch(2, producer_id=7, producer_epoch=0, base_sequence=2 * i), i // 4, NOW
+        )
     assert len(plog.segments()) > 2 and plog.epoch_cache.entries() == [(0, 0), (1, 8), (2, 16)]
     assert synced == []
     plog.flush()
     directory = tmp_path / "fresh-0"
-    for path in (directory / "leader-epoch-checkpoint", directory / "partition.metadata",
-                 directory, tmp_path, *(s.log_path for s in plog.segments()),
-                 *directory.glob("*.snapshot")):
+    for path in (
+        directory / "leader-epoch-checkpoint",
+        directory / "partition.metadata",
+        directory,
+        tmp_path,
+        *(s.log_path for s in plog.segments()),
+        *directory.glob("*.snapshot"),
+    ):
         assert str(path) in synced, path
     assert plog.recovery_point == plog.log_end_offset == 24
     synced.clear()
@@ -611,14 +626,23 @@ def test_compressed_batches_too_big_to_check_are_stored_as_sent(
 
     monkeypatch.setattr(log_module, "_MAX_CHECKED_PAYLOAD", 1000)
     plog = open_log(config=make_config(message_timestamp_before_max_ms=1000))
-    big = build_batch([encode_record(i, 0, None, bytes(100)) for i in range(20)],
-                      base_timestamp=NOW, max_timestamp=NOW, codec=4)
+    big = build_batch(
+        [encode_record(i, 0, None, bytes(100)) for i in range(20)],
+        base_timestamp=NOW,
+        max_timestamp=NOW,
+        codec=4,
+    )
     assert plog.append_as_leader(big, 0, NOW).records_count == 20
     # Its header's timestamps are still checked.
-    old = build_batch([encode_record(i, 0, None, bytes(100)) for i in range(20)],
-                      base_timestamp=NOW - 5000, max_timestamp=NOW - 5000, codec=4)
+    old = build_batch(
+        [encode_record(i, 0, None, bytes(100)) for i in range(20)],
+        base_timestamp=NOW - 5000,
+        max_timestamp=NOW - 5000,
+        codec=4,
+    )
     assert _code(plog.append_as_leader, old, 0, NOW) == Errors.INVALID_TIMESTAMP
     # Below the limit, the records themselves are checked.
-    small = build_batch([encode_record(0, 0, None, b"v"), b""], base_timestamp=NOW,
-                        max_timestamp=NOW, codec=4)
+    small = build_batch(
+        [encode_record(0, 0, None, b"v"), b""], base_timestamp=NOW, max_timestamp=NOW, codec=4
+    )
     assert _code(plog.append_as_leader, small, 0, NOW) == Errors.INVALID_RECORD

@@ -30,12 +30,16 @@ EP = (Endpoint("PLAINTEXT", "h", 9092),)
 
 def _image() -> MetadataImage:
     image = MetadataImage()
-    image.apply_all(enumerate([
-        RegisterBrokerRecord(1, "a", 0, EP),
-        RegisterBrokerRecord(2, "b", 1, EP),
-        TopicRecord("t", TOPIC_ID),
-        PartitionRecord(TOPIC_ID, 0, (1, 2), (1, 2), 1),
-    ]))
+    image.apply_all(
+        enumerate(
+            [
+                RegisterBrokerRecord(1, "a", 0, EP),
+                RegisterBrokerRecord(2, "b", 1, EP),
+                TopicRecord("t", TOPIC_ID),
+                PartitionRecord(TOPIC_ID, 0, (1, 2), (1, 2), 1),
+            ]
+        )
+    )
     return image
 
 
@@ -81,8 +85,7 @@ def test_configs_set_delete_and_go_with_their_topic() -> None:
 def test_brokers_register_fence_and_leave() -> None:
     image = _image()
     assert [b.broker_id for b in image.live_brokers()] == [1, 2]
-    assert image.apply(BrokerRegistrationChangeRecord(2, 1, fenced=True), 4) == [
-        BrokerChanged(2)]
+    assert image.apply(BrokerRegistrationChangeRecord(2, 1, fenced=True), 4) == [BrokerChanged(2)]
     assert [b.broker_id for b in image.live_brokers()] == [1]
     assert image.alive_endpoint(2, "PLAINTEXT") is None
     assert image.alive_endpoint(1, "PLAINTEXT") == EP[0]

@@ -28,8 +28,13 @@ from brook.metadata.records import (
 
 TOPIC_ID = uuid.UUID("6f1c2f4e-8a1b-4c1e-9d3e-2b7a5c9e0f11")
 SAMPLES: list[MetadataRecord] = [
-    RegisterBrokerRecord(3, "inc", 17, (Endpoint("PLAINTEXT", "h", 9092),
-                                        Endpoint("CONTROLLER", "h", 9093)), "rack-a"),
+    RegisterBrokerRecord(
+        3,
+        "inc",
+        17,
+        (Endpoint("PLAINTEXT", "h", 9092), Endpoint("CONTROLLER", "h", 9093)),
+        "rack-a",
+    ),
     BrokerRegistrationChangeRecord(3, 17, fenced=True),
     UnregisterBrokerRecord(3, 17),
     TopicRecord("orders", TOPIC_ID),

@@ -46,13 +46,21 @@ async def _populate(service: MetadataService) -> list[Any]:
     service.add_listener(changes.extend)
     await service.bootstrap("cluster-1")
     epoch = await service.register_broker(1, [Endpoint("PLAINTEXT", "127.0.0.1", 9092)], None)
-    created = await service.submit(lambda c: c.create_topics(
-        [CreateTopicSpec("orders", 3, 1, configs={"retention.ms": "1000"}),
-         CreateTopicSpec("gone")]))
+    created = await service.submit(
+        lambda c: c.create_topics(
+            [
+                CreateTopicSpec("orders", 3, 1, configs={"retention.ms": "1000"}),
+                CreateTopicSpec("gone"),
+            ]
+        )
+    )
     assert all(r.ok for r in created.results)
-    await service.submit(lambda c: c.alter_configs(
-        [(ConfigResourceType.TOPIC, "orders", [ConfigOp("segment.ms", OpType.SET, "5000")])],
-        incremental=True))
+    await service.submit(
+        lambda c: c.alter_configs(
+            [(ConfigResourceType.TOPIC, "orders", [ConfigOp("segment.ms", OpType.SET, "5000")])],
+            incremental=True,
+        )
+    )
     await service.submit(lambda c: c.create_partitions([("orders", 4, None)]))
     await service.submit(lambda c: c.delete_topics(["gone"], [None]))
     for _ in range(30):  # enough records to roll the metadata log's segments

@@ -35,9 +35,18 @@ def encode(items: list[tuple[Any, ...]]) -> bytes:
 def decode(impl: Any, data: bytes, count: int, **kw: Any) -> tuple[list[Any], str | None]:
     """(records decoded, the error's type name or None)."""
     out: list[Any] = []
-    args = dict(base_offset=1000, base_timestamp=1_700_000_000_000, topic="t", partition=3,
-                timestamp_type=0, leader_epoch=7, min_offset=0, log_append_time=None, start=0,
-                end=None)
+    args = dict(
+        base_offset=1000,
+        base_timestamp=1_700_000_000_000,
+        topic="t",
+        partition=3,
+        timestamp_type=0,
+        leader_epoch=7,
+        min_offset=0,
+        log_append_time=None,
+        start=0,
+        end=None,
+    )
     args.update(kw)
     try:
         if impl is None:
@@ -62,15 +71,24 @@ needs_c = pytest.mark.skipif(crecords is None, reason="the C decoder is not buil
 
 @needs_c
 @settings(max_examples=300, deadline=None)
-@given(record_lists, st.binary(max_size=5), st.binary(max_size=5), st.integers(0, 14),
-       st.none() | st.integers(0, 2**41))
+@given(
+    record_lists,
+    st.binary(max_size=5),
+    st.binary(max_size=5),
+    st.integers(0, 14),
+    st.none() | st.integers(0, 2**41),
+)
 def test_same_records_on_valid_data(
     items: list[tuple[Any, ...]], before: bytes, after: bytes, skip: int, append_time: int | None
 ) -> None:
     body = encode(items)
     data = before + body + after
-    kw = dict(start=len(before), end=len(before) + len(body), min_offset=1000 + skip,
-              log_append_time=append_time)
+    kw = dict(
+        start=len(before),
+        end=len(before) + len(body),
+        min_offset=1000 + skip,
+        log_append_time=append_time,
+    )
     py = decode(None, data, len(items), **kw)
     c = decode(crecords, data, len(items), **kw)
     assert c == py

@@ -80,7 +80,10 @@ def test_response_decoder_reads_what_the_encoder_wrote(
     for (_, got), (_, sent) in zip(decoded.topics, topics, strict=True):
         for g, s in zip(got, sent, strict=True):
             assert (g.index, g.error_code, g.base_offset, g.log_append_time_ms) == (
-                s.index, s.error_code, s.base_offset, s.log_append_time_ms,
+                s.index,
+                s.error_code,
+                s.base_offset,
+                s.log_append_time_ms,
             )
             if version >= 5:
                 assert g.log_start_offset == s.log_start_offset

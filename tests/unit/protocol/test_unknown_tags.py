@@ -47,11 +47,22 @@ def test_unknown_tags_at_every_level_are_dropped() -> None:
 
 def test_known_tags_are_kept() -> None:
     # Fetch v12 knows its top-level tag 0 (ClusterId); tag 5 is unknown.
-    original = build(FetchRequest, {
-        "cluster_id": "cluster-a", "replica_id": -1, "max_wait": 500, "min_bytes": 1,
-        "max_bytes": 1 << 20, "isolation_level": 0, "session_id": 0, "session_epoch": -1,
-        "topics": [], "forgotten_topics_data": [], "rack_id": "",
-    })
+    original = build(
+        FetchRequest,
+        {
+            "cluster_id": "cluster-a",
+            "replica_id": -1,
+            "max_wait": 500,
+            "min_bytes": 1,
+            "max_bytes": 1 << 20,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        },
+    )
     body = encode_kio(original)
     known = tags((0, compact_string("cluster-a")))
     assert body.endswith(known)
@@ -114,9 +125,20 @@ def strip_optional(kind: object) -> object:
     return kind
 
 
-FIXED = {"bool": 1, "int8": 1, "int16": 2, "uint16": 2, "error_code": 2, "int32": 4,
-         "timedelta_i32": 4, "int64": 8, "timedelta_i64": 8, "datetime_i64": 8, "float64": 8,
-         "uuid": 16}
+FIXED = {
+    "bool": 1,
+    "int8": 1,
+    "int16": 2,
+    "uint16": 2,
+    "error_code": 2,
+    "int32": 4,
+    "timedelta_i32": 4,
+    "int64": 8,
+    "timedelta_i64": 8,
+    "datetime_i64": 8,
+    "float64": 8,
+    "uuid": 16,
+}
 
 
 def test_a_present_nullable_struct_is_walked() -> None:

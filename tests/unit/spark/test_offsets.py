@@ -27,7 +27,10 @@ def test_checkpoint_shape_is_sparks() -> None:
 
 def test_option_forms() -> None:
     assert parse_partition_offsets('{"t":{"0":23,"1":-2},"u":{"0":-1}}') == {
-        ("t", 0): 23, ("t", 1): -2, ("u", 0): -1}
+        ("t", 0): 23,
+        ("t", 1): -2,
+        ("u", 0): -1,
+    }
     assert parse_assign('{"t":[0,1]}') == {("t", 0), ("t", 1)}
     assert parse_partition_timestamps('{"t":{"3":1700000000000}}') == {("t", 3): 1700000000000}
 

@@ -50,7 +50,9 @@ def test_resolve_ranges_reports_each_kind_of_loss() -> None:
         report_data_loss=losses.append,
     )
     assert ranges == [
-        OffsetRange("t", 0, 5, 8), OffsetRange("t", 1, 9, 3), OffsetRange("t", 2, 2, 6)
+        OffsetRange("t", 0, 5, 8),
+        OffsetRange("t", 1, 9, 3),
+        OffsetRange("t", 2, 2, 6),
     ]
     assert any("Cannot find earliest offsets of ['t-3']" in m for m in losses)
     assert any("Added partition t-2 starts from 2 instead of 0" in m for m in losses)
@@ -60,8 +62,7 @@ def test_resolve_ranges_reports_each_kind_of_loss() -> None:
 
 def test_resolve_ranges_quiet_when_nothing_is_lost() -> None:
     losses: list[str] = []
-    ranges = resolve_ranges({("t", 0): 1}, {("t", 0): 4, ("t", 1): 2}, {("t", 1): 0},
-                            losses.append)
+    ranges = resolve_ranges({("t", 0): 1}, {("t", 0): 4, ("t", 1): 2}, {("t", 1): 0}, losses.append)
     assert losses == [] and ranges == [OffsetRange("t", 0, 1, 4), OffsetRange("t", 1, 0, 2)]
 
 

@@ -80,8 +80,15 @@ class ScriptedCluster:
             elif req.api_key == ApiKey.INIT_PRODUCER_ID:
                 self.init_calls.append(req)
                 self.next_producer_id += 1
-                broker.respond(req, {"throttle_time": 0, "error_code": 0,
-                                     "producer_id": self.next_producer_id, "producer_epoch": 0})
+                broker.respond(
+                    req,
+                    {
+                        "throttle_time": 0,
+                        "error_code": 0,
+                        "producer_id": self.next_producer_id,
+                        "producer_epoch": 0,
+                    },
+                )
             elif req.api_key == ApiKey.PRODUCE:
                 self._on_produce(broker, node, req)
 
@@ -100,8 +107,14 @@ class ScriptedCluster:
             }
             for p, (leader, epoch) in self.leaders.items()
         ]
-        topic = {"error_code": 0, "name": TOPIC, "topic_id": None, "is_internal": False,
-                 "partitions": partitions, "topic_authorized_operations": -2147483648}
+        topic = {
+            "error_code": 0,
+            "name": TOPIC,
+            "topic_id": None,
+            "is_internal": False,
+            "partitions": partitions,
+            "topic_authorized_operations": -2147483648,
+        }
         brokers = [(n, "127.0.0.1", b.port) for n, b in self.brokers.items()]
         return metadata_response("scripted", brokers, [topic], controller_id=1)
 
@@ -114,9 +127,16 @@ class ScriptedCluster:
             results = []
             for pdata in topic_data.partition_data:
                 header = read_header(pdata.records)
-                call = ProduceCall(node, time.monotonic(), int(pdata.index),
-                                   header.producer_id, header.producer_epoch,
-                                   header.base_sequence, header.records_count, req)
+                call = ProduceCall(
+                    node,
+                    time.monotonic(),
+                    int(pdata.index),
+                    header.producer_id,
+                    header.producer_epoch,
+                    header.base_sequence,
+                    header.records_count,
+                    req,
+                )
                 self.produce_calls.append(call)
                 handler = self.produce.get(node)
                 result = handler(self, node, call) if handler is not None else None

@@ -30,12 +30,20 @@ class Response:
         self.cluster_id = "c"
         self.controller_id = 1
         parts = [
-            _Obj(partition_index=p, leader_id=leader, leader_epoch=epoch, replica_nodes=[leader],
-                 isr_nodes=[leader], offline_replicas=[], error_code=0)
+            _Obj(
+                partition_index=p,
+                leader_id=leader,
+                leader_epoch=epoch,
+                replica_nodes=[leader],
+                isr_nodes=[leader],
+                offline_replicas=[],
+                error_code=0,
+            )
             for p, leader in leaders.items()
         ]
-        self.topics = [_Obj(name=TOPIC, error_code=0, topic_id=None, is_internal=False,
-                            partitions=parts)]
+        self.topics = [
+            _Obj(name=TOPIC, error_code=0, topic_id=None, is_internal=False, partitions=parts)
+        ]
 
 
 class _Obj:
@@ -63,25 +71,37 @@ class Draws(random.Random):
 
 
 def accumulator(
-    batch_size: int = 1000, linger_ms: float = 5, memory: int = 1 << 20,
-    draws: list[int] | None = None, **extra: object,
+    batch_size: int = 1000,
+    linger_ms: float = 5,
+    memory: int = 1 << 20,
+    draws: list[int] | None = None,
+    **extra: object,
 ) -> RecordAccumulator:
     factory = None
     if draws is not None:
         rng = Draws(draws)
         factory = lambda topic: BuiltInPartitioner(topic, max(1, batch_size), rng)  # noqa: E731
     return RecordAccumulator(
-        batch_size=batch_size, linger_ms=linger_ms, delivery_timeout_ms=extra.pop("timeout", 1000),
-        codec=0, pool=BufferPool(memory), adaptive=bool(extra.pop("adaptive", True)),
-        node_tracker=NodeLatencyTracker(0), partitioner_factory=factory,
+        batch_size=batch_size,
+        linger_ms=linger_ms,
+        delivery_timeout_ms=extra.pop("timeout", 1000),
+        codec=0,
+        pool=BufferPool(memory),
+        adaptive=bool(extra.pop("adaptive", True)),
+        node_tracker=NodeLatencyTracker(0),
+        partitioner_factory=factory,
     )
 
 
 BODY = encode_record_body(None, b"x" * 100, None)
 
 
-def append(acc: RecordAccumulator, c: ClusterMetadata, partition: int = UNKNOWN_PARTITION,
-           body: bytes = BODY) -> RecordFuture:
+def append(
+    acc: RecordAccumulator,
+    c: ClusterMetadata,
+    partition: int = UNKNOWN_PARTITION,
+    body: bytes = BODY,
+) -> RecordFuture:
     result = acc.append(TOPIC, partition, 0, body, -1, 100, None, c)
     assert isinstance(result, RecordFuture)
     return result
@@ -159,8 +179,7 @@ def test_need_memory_then_append_with_the_reservation() -> None:
     batch = next(iter(acc.incomplete))
     acc.deallocate(batch)
     acc.pool.allocate(result.size, 100)
-    assert isinstance(acc.append(TOPIC, 1, 0, BODY, -1, 100, None, c, reserved=1000),
-                      RecordFuture)
+    assert isinstance(acc.append(TOPIC, 1, 0, BODY, -1, 100, None, c, reserved=1000), RecordFuture)
     assert acc.pool.available == 500
 
 
@@ -212,8 +231,10 @@ def test_concurrent_appends_lose_and_duplicate_nothing() -> None:
     lock = threading.Lock()
 
     def worker(n: int) -> None:
-        mine = [append(acc, c, body=encode_record_body(None, f"{n}-{i}".encode(), None))
-                for i in range(2000)]
+        mine = [
+            append(acc, c, body=encode_record_body(None, f"{n}-{i}".encode(), None))
+            for i in range(2000)
+        ]
         with lock:
             futures.extend(mine)
 

@@ -41,7 +41,8 @@ def answers(codes: Iterator[int | None], log_start_offset: int = 0) -> Any:
 
 
 @pytest.mark.parametrize(
-    "code", [Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, Errors.UNKNOWN_PRODUCER_ID],
+    "code",
+    [Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, Errors.UNKNOWN_PRODUCER_ID],
     ids=["out_of_order", "unknown_producer_id"],
 )
 def test_gap_or_lost_state_bumps_the_epoch_and_restarts_the_sequence(code: int) -> None:

@@ -46,8 +46,9 @@ def test_custom_partitioner_sees_serialized_key_and_value() -> None:
     seen: list[tuple[bytes | None, bytes | None]] = []
 
     class Last:
-        def partition(self, topic: str, key: bytes | None, value: bytes | None,
-                      cluster: Any) -> int:
+        def partition(
+            self, topic: str, key: bytes | None, value: bytes | None, cluster: Any
+        ) -> int:
             seen.append((key, value))
             return len(cluster.partitions_for(topic)) - 1
 
@@ -72,11 +73,16 @@ def test_custom_partitioner_sees_serialized_key_and_value() -> None:
 def test_keyed_records_follow_murmur2_and_ignore_keys_turns_it_off() -> None:
     async def main(ignore: bool) -> list[int]:
         async with ScriptedCluster(partitions=3) as cluster:
-            config = {"bootstrap.servers": cluster.bootstrap, "partitioner.ignore.keys": ignore,
-                      "batch.size": 1000}
+            config = {
+                "bootstrap.servers": cluster.bootstrap,
+                "partitioner.ignore.keys": ignore,
+                "batch.size": 1000,
+            }
             async with AsyncProducer(config) as producer:
-                futures = [await producer.send(TOPIC, b"v" * 50, key=f"key-{i}".encode())
-                           for i in range(30)]
+                futures = [
+                    await producer.send(TOPIC, b"v" * 50, key=f"key-{i}".encode())
+                    for i in range(30)
+                ]
                 return [(await f).partition for f in futures]
 
     hashed = run(main(False))

@@ -22,8 +22,9 @@ records = st.lists(
     st.tuples(
         st.one_of(st.none(), st.binary(max_size=300)),
         st.one_of(st.none(), st.binary(max_size=20000)),
-        st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=8))),
-                 max_size=3),
+        st.lists(
+            st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=8))), max_size=3
+        ),
         st.integers(0, 100000),
     ),
     min_size=1,
@@ -36,9 +37,13 @@ def append_all(batch: ProducerBatch, items: list) -> list:
     for key, value, headers, delta in items:
         body = encode_record_body(key, value, encode_headers(headers) if headers else None)
         futures.append(
-            batch.try_append(1_700_000_000_000 + delta, body,
-                             -1 if key is None else len(key), -1 if value is None else len(value),
-                             None)
+            batch.try_append(
+                1_700_000_000_000 + delta,
+                body,
+                -1 if key is None else len(key),
+                -1 if value is None else len(value),
+                None,
+            )
         )
     return futures
 

@@ -55,8 +55,10 @@ def test_retriable_errors_are_retried_with_backoff() -> None:
                     f"producer-metrics:record-retry-total:{{client-id={producer.client_id}}}"
                 ]
             assert meta.offset == 0 and len(cluster.produce_calls) == 4 and retries == 3
-            gaps = [b.at - a.at for a, b in zip(cluster.produce_calls, cluster.produce_calls[1:],
-                                                 strict=False)]
+            gaps = [
+                b.at - a.at
+                for a, b in zip(cluster.produce_calls, cluster.produce_calls[1:], strict=False)
+            ]
             assert all(g >= 0.015 for g in gaps)
 
     run(main())
@@ -85,10 +87,16 @@ def test_expiry_of_an_unanswered_batch_names_delivery_timeout() -> None:
     async def main() -> None:
         async with ScriptedCluster() as cluster:
             cluster.produce[1] = lambda c, node, call: DROP
-            settings = config(cluster, **{
-                "delivery.timeout.ms": 700, "request.timeout.ms": 600, "linger.ms": 100,
-                "retry.backoff.ms": 5000, "retry.backoff.max.ms": 5000,
-            })
+            settings = config(
+                cluster,
+                **{
+                    "delivery.timeout.ms": 700,
+                    "request.timeout.ms": 600,
+                    "linger.ms": 100,
+                    "retry.backoff.ms": 5000,
+                    "retry.backoff.max.ms": 5000,
+                },
+            )
             async with AsyncProducer(settings) as producer:
                 future = await producer.send(TOPIC, b"v")
                 with pytest.raises(KafkaTimeoutError, match=r"delivery\.timeout\.ms=700"):
@@ -136,9 +144,16 @@ def test_full_buffer_blocks_send_then_fails_naming_max_block_ms() -> None:
     async def main() -> None:
         async with ScriptedCluster(partitions=2) as cluster:
             cluster.produce[1] = lambda c, node, call: DROP
-            settings = config(cluster, **{"buffer.memory": 20000, "batch.size": 16384,
-                                          "max.block.ms": 300, "linger.ms": 10000,
-                                          "request.timeout.ms": 20000})
+            settings = config(
+                cluster,
+                **{
+                    "buffer.memory": 20000,
+                    "batch.size": 16384,
+                    "max.block.ms": 300,
+                    "linger.ms": 10000,
+                    "request.timeout.ms": 20000,
+                },
+            )
             producer = AsyncProducer(settings)
             await producer.start()
             await producer.partitions_for(TOPIC)
