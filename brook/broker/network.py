@@ -230,7 +230,9 @@ class SocketServer:
         self.servers: list[asyncio.AbstractServer] = []
         self.bound: dict[str, tuple[str, int]] = {}
 
-    async def start(self, listeners: list[tuple[str, str, int]]) -> None:
+    async def bind(self, listeners: list[tuple[str, str, int]]) -> None:
+        """Bind every listener's address (port 0 gets a free one) without accepting yet: a
+        broker learns its ports before it registers and serves once it is unfenced."""
         loop = asyncio.get_running_loop()
         for name, host, port in listeners:
             server = await loop.create_server(
@@ -239,11 +241,16 @@ class SocketServer:
                 port,
                 reuse_address=True,
                 backlog=1024,
+                start_serving=False,
             )
             sock = server.sockets[0].getsockname()
             self.bound[name] = (sock[0], sock[1])
             self.servers.append(server)
-            log.info("listening on %s://%s:%d", name, sock[0], sock[1])
+
+    async def serve(self) -> None:
+        for server, (name, (host, port)) in zip(self.servers, self.bound.items(), strict=True):
+            await server.start_serving()
+            log.info("listening on %s://%s:%d", name, host, port)
 
     def close_idle(self, max_idle_ms: int) -> int:
         """Close connections idle for longer than ``max_idle_ms`` (connections.max.idle.ms);

@@ -4,17 +4,16 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-from brook.metadata.controller import PRODUCER_ID_BLOCK
-
-if TYPE_CHECKING:
-    from brook.metadata.service import MetadataService
+from brook.metadata.controller_api import ControllerApi
 
 
 class ProducerIdManager:
-    def __init__(self, metadata: MetadataService, broker_id: int, broker_epoch: int) -> None:
-        self.metadata = metadata
+    def __init__(
+        self, controller: ControllerApi, broker_id: int, broker_epoch: Callable[[], int]
+    ) -> None:
+        self.controller = controller
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self._next = 0
@@ -25,10 +24,11 @@ class ProducerIdManager:
         if self._next >= self._end:
             async with self._lock:
                 if self._next >= self._end:
-                    start = await self.metadata.submit_with(
-                        lambda c: c.allocate_producer_ids(self.broker_id, self.broker_epoch)
+                    block = await self.controller.allocate_producer_ids(
+                        self.broker_id, self.broker_epoch()
                     )
-                    self._next, self._end = start, start + PRODUCER_ID_BLOCK
+                    start = block.value.first_producer_id
+                    self._next, self._end = start, start + block.value.size
         value = self._next
         self._next += 1
         return value

@@ -8,22 +8,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
 from collections.abc import Awaitable, Callable
 
 from brook.config.defs import Config
-from brook.config.server import log_dirs, node_id, parse_listener, topic_defaults
+from brook.config.server import (
+    is_sole_voter,
+    log_dirs,
+    node_id,
+    parse_listener,
+    topic_defaults,
+)
 from brook.log.config import LogConfig
 from brook.log.manager import LogManager
-from brook.metadata.controller import Controller
+from brook.log.meta_properties import StorageCheckError, check_storage
+from brook.metadata.controller_api import ControllerApi
 from brook.metadata.image import MetadataImage
+from brook.metadata.loader import MetadataLoader
 from brook.metadata.quorum import LocalQuorum
+from brook.metadata.quorum_controller import QuorumController
 from brook.metadata.records import METADATA_TOPIC, METADATA_TOPIC_ID, Endpoint
-from brook.metadata.service import MetadataService
 
 from . import handlers  # noqa: F401  (registers every API handler)
 from .fetch_session import FetchSessionCache
 from .group.coordinator import GroupCoordinator
+from .lifecycle import BrokerLifecycleManager
 from .network import SocketServer
 from .producer_ids import ProducerIdManager
 from .replica_manager import ReplicaManager
@@ -53,7 +63,8 @@ class Broker:
         }
         self.controller_listeners = set(config["controller.listener.names"])
         self.log_manager = LogManager(log_dirs(config), topic_defaults(config))
-        self.image = MetadataImage()
+        self.clock: Callable[[], int] = _now_ms
+        self.loader = MetadataLoader()
         self.socket_server = SocketServer(self)
         self.fetch_sessions = FetchSessionCache(
             int(config["max.incremental.fetch.session.cache.slots"])
@@ -61,33 +72,63 @@ class Broker:
         self.fault_produce_delay_ms = int(config["brook.fault.produce.delay.ms"])
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
-        self.metadata: MetadataService
+        self.quorum: LocalQuorum
+        self.quorum_controller: QuorumController
+        self.controller: ControllerApi
+        self.lifecycle: BrokerLifecycleManager
+        self.cluster_id = ""
         self.replica_manager: ReplicaManager
         self.producer_ids: ProducerIdManager
         self.group_coordinator: GroupCoordinator
-        self.broker_epoch = -1
+
+    @property
+    def image(self) -> MetadataImage:
+        """This node's view of the committed metadata."""
+        return self.loader.image
+
+    @property
+    def broker_epoch(self) -> int:
+        return self.lifecycle.broker_epoch
+
+    def controller_id_for_clients(self) -> int:
+        """The ``controller_id`` of Metadata and DescribeCluster: as in KRaft, a live broker
+        (clients send it admin requests, which any broker forwards), here this one."""
+        me = self.image.brokers.get(self.node_id)
+        if me is not None and not me.fenced:
+            return self.node_id
+        live = self.image.live_brokers()
+        return random.choice(live).broker_id if live else -1
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
+        self.cluster_id = check_storage(
+            log_dirs(self.config),
+            self.node_id,
+            configured_cluster_id=self.config["cluster.id"],
+            may_self_format=is_sole_voter(self.config),
+        )
         self.log_manager.startup()
         meta_log = self.log_manager.get_or_create_log(
             METADATA_TOPIC, 0, LogConfig.from_topic_config(METADATA_LOG_CONFIG), METADATA_TOPIC_ID
         )
-        controller = Controller(self.image, self.config)
-        self.metadata = MetadataService(LocalQuorum(meta_log, self.node_id), controller)
-        self.metadata.replay()
-        meta = self.log_manager.read_meta_properties()
-        cluster_id = await self.metadata.bootstrap(
-            self.config["cluster.id"] or meta.get("cluster.id")
+        self.quorum = LocalQuorum(meta_log, self.node_id, self.clock)
+        self.quorum.register_listener(self.loader)
+        self.quorum_controller = QuorumController(
+            self.node_id, self.cluster_id, self.quorum, self.loader, self.config, self.clock
         )
-        if meta.get("cluster.id") not in (None, cluster_id):
-            raise RuntimeError(
-                f"The cluster id {cluster_id} of the metadata log does not match the cluster id "
-                f"{meta.get('cluster.id')} in meta.properties"
+        self.controller = self.quorum_controller
+        self.quorum.start()
+        log.info(
+            "metadata loaded up to offset %d (%d record(s) skipped)",
+            self.loader.applied_offset,
+            self.loader.skipped,
+        )
+        legacy = self.image.cluster_id  # metadata logs written before meta.properties did
+        if legacy is not None and legacy != self.cluster_id:
+            raise StorageCheckError(
+                f"The cluster id {legacy} of the metadata log does not match the cluster id "
+                f"{self.cluster_id} in meta.properties"
             )
-        self.log_manager.write_meta_properties(
-            {"version": "1", "node.id": str(self.node_id), "cluster.id": cluster_id}
-        )
         self.replica_manager = ReplicaManager(
             self.node_id, self.config, self.log_manager, self.image
         )
@@ -97,13 +138,13 @@ class Broker:
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership)
         self.group_coordinator.start()
         self.replica_manager.startup()
-        self.metadata.add_listener(self.replica_manager.on_metadata_changes)
+        self.loader.add_publisher(self.replica_manager.on_metadata_changes)
         client_listeners = [
             lst
             for lst in self.listeners
             if lst[0] not in self.controller_listeners or len(self.listeners) == 1
         ]
-        await self.socket_server.start(client_listeners)
+        await self.socket_server.bind(client_listeners)
         endpoints = []
         for name, host, port in client_listeners:
             adv_host, adv_port = self.advertised.get(name, (host, port))
@@ -111,12 +152,22 @@ class Broker:
             endpoints.append(
                 Endpoint(name, adv_host or bound_host or "127.0.0.1", adv_port or bound_port)
             )
-        self.broker_epoch = await self.metadata.register_broker(
-            self.node_id, endpoints, self.config["broker.rack"]
+        self.lifecycle = BrokerLifecycleManager(
+            self.node_id,
+            self.cluster_id,
+            self.controller,
+            lambda: self.loader.applied_offset,
+            heartbeat_interval_ms=int(self.config["broker.heartbeat.interval.ms"]),
+            registration_timeout_ms=int(self.config["initial.broker.registration.timeout.ms"]),
         )
-        self.producer_ids = ProducerIdManager(self.metadata, self.node_id, self.broker_epoch)
+        await self.lifecycle.start(endpoints, self.config["broker.rack"])
+        await self.lifecycle.wait_unfenced()
+        self.producer_ids = ProducerIdManager(
+            self.controller, self.node_id, lambda: self.broker_epoch
+        )
+        await self.socket_server.serve()
         self._start_background()
-        log.info("Brook node %d started (cluster %s)", self.node_id, cluster_id)
+        log.info("Brook node %d started (cluster %s)", self.node_id, self.cluster_id)
 
     def bound_port(self, listener: str | None = None) -> int:
         name = listener or next(iter(self.socket_server.bound))
@@ -127,6 +178,7 @@ class Broker:
         # thread must not race the final one), then stop.
         self._stopping.set()
         await asyncio.gather(*self._tasks)
+        await self.lifecycle.stop()
         await self.socket_server.stop()
         await self.group_coordinator.stop()
         self.replica_manager.shutdown()

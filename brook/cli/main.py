@@ -10,6 +10,10 @@ import sys
 # subcommand -> (module, help)
 COMMANDS: dict[str, tuple[str, str]] = {
     "server": ("brook.cli.server", "run a Brook node (kafka-server-start)"),
+    "storage": (
+        "brook.cli.storage",
+        "make a cluster id, format a node's log directories (kafka-storage)",
+    ),
     "topics": ("brook.cli.topics", "create, delete, describe or change topics (kafka-topics)"),
     "configs": ("brook.cli.configs", "describe or alter topic and broker configs (kafka-configs)"),
     "console-consumer": (

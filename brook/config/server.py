@@ -22,7 +22,7 @@ SERVER_CONFIG = ConfigDef(
             Type.LIST,
             ["broker", "controller"],
             one_of("broker", "controller"),
-            "Roles of this node; only the combined broker,controller node is served for now",
+            "Roles of this node: broker, controller, or both (combined)",
         ),
         _K("node.id", Type.INT, 1, at_least(0), "This node's id"),
         _K("broker.id", Type.INT, -1, None, "Legacy synonym of node.id (ignored when -1)"),
@@ -38,7 +38,7 @@ SERVER_CONFIG = ConfigDef(
             Type.LIST,
             [],
             None,
-            "Controller voters as id@host:port; only this node itself may be named for now",
+            "The static controller quorum as id@host:port,...; empty on a lone combined node",
         ),
         _K(
             "controller.quorum.bootstrap.servers",
@@ -85,6 +85,35 @@ SERVER_CONFIG = ConfigDef(
             "Listener name to security protocol; only PLAINTEXT is served",
         ),
         _K("broker.rack", Type.STRING, None, None, "Rack of this broker"),
+        # broker lifecycle (KIP-631)
+        _K(
+            "broker.heartbeat.interval.ms",
+            Type.INT,
+            2000,
+            at_least(1),
+            "How often a broker sends a heartbeat to the active controller",
+        ),
+        _K(
+            "broker.session.timeout.ms",
+            Type.INT,
+            9000,
+            at_least(1),
+            "A broker without a heartbeat for this long is fenced by the controller",
+        ),
+        _K(
+            "controlled.shutdown.enable",
+            Type.BOOLEAN,
+            True,
+            None,
+            "On SIGTERM, move this broker's leaderships away before it stops",
+        ),
+        _K(
+            "initial.broker.registration.timeout.ms",
+            Type.INT,
+            60000,
+            at_least(1),
+            "How long a starting broker tries to register before it gives up",
+        ),
         # storage
         _K(
             "log.dirs",
@@ -371,7 +400,7 @@ def parse_server_config(props: dict[str, Any]) -> Config:
     if not cfg["listeners"]:
         raise ConfigError("Invalid value for configuration listeners: at least one is required")
     _check_security_protocols(cfg)
-    _check_single_node(cfg)
+    _check_roles(cfg)
     return cfg
 
 
@@ -405,22 +434,83 @@ def _check_security_protocols(cfg: Config) -> None:
             )
 
 
-def _check_single_node(cfg: Config) -> None:
-    """A node is a combined broker and controller in a quorum of one, until replication and
-    the Raft quorum are served; settings that ask for more are refused, not ignored."""
-    roles = sorted(set(cfg["process.roles"]))
-    if roles != ["broker", "controller"]:
+def parse_voters(entries: list[str]) -> dict[int, tuple[str, int]]:
+    """``controller.quorum.voters`` (``id@host:port,...``) -> {id: (host, port)}."""
+    voters: dict[int, tuple[str, int]] = {}
+    for entry in entries:
+        ident, at, address = entry.strip().partition("@")
+        host, colon, port = address.rpartition(":")
+        if not at or not colon or not ident.strip().isdigit() or not port.isdigit() or not host:
+            raise ConfigError(
+                f"Invalid value {entry} for configuration controller.quorum.voters: expected "
+                "id@host:port"
+            )
+        voters[int(ident)] = (host.strip("[]"), int(port))
+    return voters
+
+
+def voters(cfg: Config) -> dict[int, tuple[str, int]]:
+    """The static voter set; empty on a lone combined node (it is its own quorum of one)."""
+    return parse_voters(cfg["controller.quorum.voters"])
+
+
+def roles(cfg: Config) -> frozenset[str]:
+    return frozenset(cfg["process.roles"])
+
+
+def is_sole_voter(cfg: Config) -> bool:
+    """A node that is the whole quorum by itself (``make run``): it needs no controller
+    listener and formats its own storage at first start."""
+    v = voters(cfg)
+    return "controller" in roles(cfg) and (not v or set(v) == {node_id(cfg)})
+
+
+def _check_roles(cfg: Config) -> None:
+    """Kafka's KRaft checks on process.roles, the voters and the controller listeners."""
+    given = roles(cfg)
+    if not given:
+        raise ConfigError("Invalid value for configuration process.roles: at least one role")
+    me = node_id(cfg)
+    quorum = voters(cfg)
+    controller_names = {n.upper() for n in cfg["controller.listener.names"]}
+    listener_names = [parse_listener(text)[0] for text in cfg["listeners"]]
+    if "controller" in given:
+        if quorum and me not in quorum:
+            raise ConfigError(
+                f"Invalid value {','.join(cfg['controller.quorum.voters'])} for configuration "
+                f"controller.quorum.voters: node.id {me} of a node with the controller role "
+                "must be one of the voters"
+            )
+        if not controller_names:
+            raise ConfigError("controller.listener.names must not be empty on a controller")
+        if not is_sole_voter(cfg) and not controller_names & set(listener_names):
+            raise ConfigError(
+                "controller.listener.names must contain at least one value appearing in the "
+                f"'listeners' configuration when running the controller role: "
+                f"{','.join(cfg['controller.listener.names'])} is not among "
+                f"{','.join(cfg['listeners'])}"
+            )
+    if "broker" in given and not quorum and "controller" not in given:
         raise ConfigError(
-            f"Invalid value {','.join(cfg['process.roles'])} for configuration process.roles: "
-            "a Brook node runs as broker,controller (a quorum of one)"
+            "controller.quorum.voters must name the controllers of a broker-only node "
+            "(process.roles=broker)"
         )
-    me = str(node_id(cfg))
-    others = [v for v in cfg["controller.quorum.voters"] if v.partition("@")[0].strip() != me]
-    if others:
+    if given == {"broker"} and controller_names & set(listener_names):
         raise ConfigError(
-            f"Invalid value {','.join(cfg['controller.quorum.voters'])} for configuration "
-            f"controller.quorum.voters: only this node ({me}) may be a voter for now"
+            "controller.listener.names must not contain a value appearing in the 'listeners' "
+            "configuration when running with just the broker role"
         )
+    if given == {"controller"}:
+        other = [n for n in listener_names if n not in controller_names]
+        if other:
+            raise ConfigError(
+                "The listeners config must only contain controller listeners from "
+                f"controller.listener.names when process.roles=controller; {','.join(other)} "
+                "is not one"
+            )
+    broker_listeners = [n for n in listener_names if n not in controller_names]
+    if "broker" in given and not broker_listeners and not is_sole_voter(cfg):
+        raise ConfigError("listeners must include a broker listener on a broker")
 
 
 def parse_listener(text: str) -> tuple[str, str, int]:

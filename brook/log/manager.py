@@ -17,9 +17,7 @@ from typing import Any
 from .checkpoints import (
     CheckpointError,
     OffsetCheckpointFile,
-    read_properties,
     write_atomically,
-    write_properties,
 )
 from .config import LogConfig
 from .log import PartitionLog, parse_topic_partition, wall_clock_ms
@@ -210,19 +208,6 @@ class LogManager:
         for directory in self.log_dirs:
             hws.update(self._read_offsets(directory / HIGH_WATERMARK_CHECKPOINT))
         return hws
-
-    def read_meta_properties(self) -> dict[str, str]:
-        """``meta.properties`` of the first directory that has one (empty if none has)."""
-        for directory in self.log_dirs:
-            props = read_properties(directory / META_PROPERTIES)
-            if props:
-                return props
-        return {}
-
-    def write_meta_properties(self, props: Mapping[str, str]) -> None:
-        for directory in self.log_dirs:
-            directory.mkdir(parents=True, exist_ok=True)
-            write_properties(directory / META_PROPERTIES, props)
 
     # ------------------------------------------------------------------ maintenance
     def run_retention(self, now_ms: int, high_watermarks: Mapping[TopicPartition, int]) -> int:

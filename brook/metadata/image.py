@@ -11,11 +11,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from .records import (
+    BrokerFeature,
     BrokerRegistrationChangeRecord,
     ClusterIdRecord,
     ConfigRecord,
     ConfigResourceType,
     Endpoint,
+    FeatureLevelRecord,
+    LegacyPartitionChangeRecord,
     MetadataRecord,
     NoOpRecord,
     PartitionChangeRecord,
@@ -32,10 +35,12 @@ from .records import (
 class BrokerInfo:
     broker_id: int
     broker_epoch: int
-    incarnation_id: str
+    incarnation_id: uuid.UUID
     endpoints: tuple[Endpoint, ...]
     rack: str | None
     fenced: bool
+    in_controlled_shutdown: bool = False
+    features: tuple[BrokerFeature, ...] = ()
 
     def endpoint(self, listener: str) -> Endpoint | None:
         for ep in self.endpoints:
@@ -55,6 +60,7 @@ class PartitionInfo:
     partition_epoch: int
     removing_replicas: tuple[int, ...] = ()
     adding_replicas: tuple[int, ...] = ()
+    leader_recovery_state: int = 0
 
 
 @dataclass
@@ -89,6 +95,10 @@ class BrokerChanged:
 Change = PartitionChanged | TopicRemoved | ConfigChanged | BrokerChanged
 
 
+class ImageError(ValueError):
+    """A record that cannot be applied to the image as it stands."""
+
+
 class MetadataImage:
     def __init__(self) -> None:
         self.cluster_id: str | None = None
@@ -96,6 +106,7 @@ class MetadataImage:
         self.topics: dict[str, TopicInfo] = {}
         self.topics_by_id: dict[uuid.UUID, TopicInfo] = {}
         self.configs: dict[tuple[int, str], dict[str, str]] = {}
+        self.features: dict[str, int] = {}
         self.next_producer_id = 0
         self.offset = -1  # last applied metadata log offset
 
@@ -119,6 +130,64 @@ class MetadataImage:
             return None
         return broker.endpoint(listener)
 
+    # ------------------------------------------------------------------ copies and snapshots
+    def copy(self) -> MetadataImage:
+        """An independent image with the same content (partition infos are immutable and
+        shared; the containers are not)."""
+        other = MetadataImage()
+        other.cluster_id = self.cluster_id
+        other.brokers = dict(self.brokers)
+        for topic in self.topics.values():
+            clone = TopicInfo(topic.name, topic.topic_id, dict(topic.partitions))
+            other.topics[clone.name] = clone
+            other.topics_by_id[clone.topic_id] = clone
+        other.configs = {key: dict(entries) for key, entries in self.configs.items()}
+        other.features = dict(self.features)
+        other.next_producer_id = self.next_producer_id
+        other.offset = self.offset
+        return other
+
+    def snapshot_records(self) -> list[MetadataRecord]:
+        """Records that rebuild this image from an empty one (a metadata snapshot's content)."""
+        out: list[MetadataRecord] = [
+            FeatureLevelRecord(name, level) for name, level in sorted(self.features.items())
+        ]
+        for b in sorted(self.brokers.values(), key=lambda b: b.broker_id):
+            out.append(
+                RegisterBrokerRecord(
+                    b.broker_id,
+                    b.incarnation_id,
+                    b.broker_epoch,
+                    b.endpoints,
+                    b.rack,
+                    b.fenced,
+                    b.in_controlled_shutdown,
+                    b.features,
+                )
+            )
+        for topic in self.topics.values():
+            out.append(TopicRecord(topic.name, topic.topic_id))
+            for p in sorted(topic.partitions.values(), key=lambda p: p.partition):
+                out.append(
+                    PartitionRecord(
+                        p.topic_id,
+                        p.partition,
+                        p.replicas,
+                        p.isr,
+                        p.leader,
+                        p.leader_epoch,
+                        p.partition_epoch,
+                        p.removing_replicas,
+                        p.adding_replicas,
+                        p.leader_recovery_state,
+                    )
+                )
+        for (rtype, rname), entries in sorted(self.configs.items()):
+            out.extend(ConfigRecord(rtype, rname, k, v) for k, v in sorted(entries.items()))
+        if self.next_producer_id:
+            out.append(ProducerIdsRecord(-1, -1, self.next_producer_id))
+        return out
+
     # ------------------------------------------------------------------ writes
     def apply_all(self, records: Iterable[tuple[int, MetadataRecord]]) -> list[Change]:
         changes: list[Change] = []
@@ -127,14 +196,20 @@ class MetadataImage:
         return changes
 
     def apply(self, record: MetadataRecord, offset: int) -> list[Change]:
+        """Fold one record in. A record that does not fit the image (a partition of an
+        unknown topic, say) raises ``ImageError`` and leaves the image as it was."""
         self.offset = max(self.offset, offset)
         if isinstance(record, TopicRecord):
+            if record.name in self.topics or record.topic_id in self.topics_by_id:
+                raise ImageError(f"topic {record.name} ({record.topic_id}) already exists")
             topic = TopicInfo(record.name, record.topic_id)
             self.topics[record.name] = topic
             self.topics_by_id[record.topic_id] = topic
             return []
         if isinstance(record, PartitionRecord):
-            topic = self.topics_by_id[record.topic_id]
+            topic = self.topics_by_id.get(record.topic_id)
+            if topic is None:
+                raise ImageError(f"partition {record.partition_id} of unknown topic id")
             part = PartitionInfo(
                 record.topic_id,
                 record.partition_id,
@@ -145,6 +220,7 @@ class MetadataImage:
                 record.partition_epoch,
                 tuple(record.removing_replicas),
                 tuple(record.adding_replicas),
+                record.leader_recovery_state,
             )
             topic.partitions[record.partition_id] = part
             return [PartitionChanged(topic.name, part)]
@@ -175,12 +251,19 @@ class MetadataImage:
                 tuple(record.endpoints),
                 record.rack,
                 record.fenced,
+                record.in_controlled_shutdown,
+                tuple(record.features),
             )
             return [BrokerChanged(record.broker_id)]
         if isinstance(record, BrokerRegistrationChangeRecord):
             broker = self.brokers.get(record.broker_id)
-            if broker is not None and record.fenced is not None:
-                self.brokers[record.broker_id] = replace(broker, fenced=record.fenced)
+            if broker is None:
+                return []
+            if record.fenced is not None:
+                broker = replace(broker, fenced=record.fenced)
+            if record.in_controlled_shutdown is not None:
+                broker = replace(broker, in_controlled_shutdown=record.in_controlled_shutdown)
+            self.brokers[record.broker_id] = broker
             return [BrokerChanged(record.broker_id)]
         if isinstance(record, UnregisterBrokerRecord):
             self.brokers.pop(record.broker_id, None)
@@ -188,19 +271,27 @@ class MetadataImage:
         if isinstance(record, ProducerIdsRecord):
             self.next_producer_id = max(self.next_producer_id, record.next_producer_id)
             return []
+        if isinstance(record, FeatureLevelRecord):
+            self.features[record.name] = record.feature_level
+            return []
         if isinstance(record, ClusterIdRecord):
             self.cluster_id = record.cluster_id
             return []
         if isinstance(record, NoOpRecord):
             return []
-        raise TypeError(f"unknown metadata record {type(record).__name__}")
+        raise ImageError(f"unknown metadata record {type(record).__name__}")
 
     def _apply_partition_change(self, record: PartitionChangeRecord) -> list[Change]:
         topic = self.topics_by_id.get(record.topic_id)
         if topic is None or record.partition_id not in topic.partitions:
             return []
         old = topic.partitions[record.partition_id]
-        leader_changed = record.leader is not None and record.leader != old.leader
+        if isinstance(record, LegacyPartitionChangeRecord):
+            bump = record.bump_leader_epoch or (
+                record.leader is not None and record.leader != old.leader
+            )
+        else:
+            bump = record.leader is not None
         new = replace(
             old,
             leader=old.leader if record.leader is None else record.leader,
@@ -212,10 +303,11 @@ class MetadataImage:
             adding_replicas=old.adding_replicas
             if record.adding_replicas is None
             else tuple(record.adding_replicas),
-            leader_epoch=old.leader_epoch + 1
-            if leader_changed or record.bump_leader_epoch
-            else old.leader_epoch,
+            leader_epoch=old.leader_epoch + 1 if bump else old.leader_epoch,
             partition_epoch=old.partition_epoch + 1,
+            leader_recovery_state=old.leader_recovery_state
+            if record.leader_recovery_state < 0
+            else record.leader_recovery_state,
         )
         topic.partitions[record.partition_id] = new
         return [PartitionChanged(topic.name, new)]

@@ -15,10 +15,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from brook.metadata.controller import CreateTopicSpec
+from brook.metadata.controller_api import ControllerError
 from brook.protocol.batch import CONTROL_BIT, LOG_OVERHEAD, CorruptBatch, check_batch
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.records import Record, batch_records, build_batch, encode_record
 
+from ..controller_channel import call_controller
 from .model import (
     UNKNOWN_MEMBER_ID,
     Action,
@@ -191,8 +193,11 @@ class GroupCoordinator:
                 "compression.type": "producer",
             },
         )
-        decision = await self.broker.metadata.submit(lambda c: c.create_topics([spec]))
-        result = decision.results[0]
+        try:
+            (result,) = await call_controller(self.broker, lambda c: c.create_topics([spec], False))
+        except ControllerError as exc:
+            log.warning("could not create %s: %s", OFFSETS_TOPIC, exc)
+            return
         if not result.ok and result.error_code != Errors.TOPIC_ALREADY_EXISTS:
             log.warning("could not create %s: %s", OFFSETS_TOPIC, result.error_message)
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from brook.metadata.controller import ConfigOp, OpType
+from brook.metadata.controller import ConfigOp, OpType, Outcome
+from brook.metadata.controller_api import ControllerError
 from brook.protocol.api import ApiKey
 
+from ..controller_channel import call_controller
 from ..registry import RequestContext, handler
 
 
@@ -30,9 +32,12 @@ async def alter(
     incremental: bool,
     validate_only: bool,
 ) -> dict[str, Any]:
-    decision = await ctx.broker.metadata.submit(
-        lambda c: c.alter_configs(resources, incremental, validate_only)
-    )
+    try:
+        outcomes = await call_controller(
+            ctx.broker, lambda c: c.alter_configs(resources, incremental, validate_only)
+        )
+    except ControllerError as exc:
+        outcomes = [Outcome(exc.error_code, exc.message) for _ in resources]
     responses = [
         {
             "error_code": o.error_code,
@@ -40,6 +45,6 @@ async def alter(
             "resource_type": rtype,
             "resource_name": name,
         }
-        for (rtype, name, _), o in zip(resources, decision.results, strict=True)
+        for (rtype, name, _), o in zip(resources, outcomes, strict=True)
     ]
     return {"throttle_time": 0, "responses": responses}

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from brook.metadata.controller import Outcome
+from brook.metadata.controller_api import ControllerError
 from brook.protocol.api import ApiKey
+from brook.protocol.build import to_ms
 from brook.protocol.errors import Errors
 
+from ..controller_channel import call_controller
 from ..registry import RequestContext, handler
 
 
@@ -18,9 +22,17 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
         for t in request.topics
         for p in t.partitions
     ]
-    decision = await ctx.broker.metadata.submit(lambda c: c.alter_partition_reassignments(targets))
+    try:
+        results = await call_controller(
+            ctx.broker,
+            lambda c: c.alter_partition_reassignments(targets),
+            to_ms(request.timeout),
+        )
+    except ControllerError as exc:
+        failed = Outcome(exc.error_code, exc.message)
+        results = [(topic, p, failed) for topic, p, _ in targets]
     by_topic: dict[str, list[dict[str, Any]]] = {}
-    for topic, p, outcome in decision.results:
+    for topic, p, outcome in results:
         by_topic.setdefault(topic, []).append(
             {
                 "partition_index": p,

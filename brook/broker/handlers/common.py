@@ -7,7 +7,10 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from brook.metadata.controller import CreateTopicSpec
+from brook.metadata.controller_api import ControllerError
 from brook.metadata.records import Endpoint
+
+from ..controller_channel import call_controller
 
 if TYPE_CHECKING:
     from ..server import Broker
@@ -45,9 +48,13 @@ GROUP_OPERATIONS = _bits([_READ, _DELETE, _DESCRIBE])
 
 
 async def auto_create_topics(broker: Broker, names: list[str]) -> None:
-    """Create topics with the broker's defaults; races with other creators are harmless."""
+    """Create topics with the broker's defaults; races with other creators are harmless, and
+    so is a controller that cannot be reached (the client retries its metadata request)."""
     specs = [CreateTopicSpec(name) for name in names]
-    await broker.metadata.submit(lambda c: c.create_topics(specs))
+    try:
+        await call_controller(broker, lambda c: c.create_topics(specs, False))
+    except ControllerError:
+        pass
 
 
 def leader_hint(

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from brook.metadata.controller import Outcome
+from brook.metadata.controller_api import ControllerError
 from brook.protocol.api import ApiKey
+from brook.protocol.build import to_ms
 
+from ..controller_channel import call_controller
 from ..registry import RequestContext, handler
 
 
@@ -20,11 +24,16 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
         )
         for t in request.topics
     ]
-    decision = await ctx.broker.metadata.submit(
-        lambda c: c.create_partitions(requests, bool(request.validate_only))
-    )
+    try:
+        outcomes = await call_controller(
+            ctx.broker,
+            lambda c: c.create_partitions(requests, bool(request.validate_only)),
+            to_ms(request.timeout),
+        )
+    except ControllerError as exc:
+        outcomes = [Outcome(exc.error_code, exc.message) for _ in requests]
     results = [
         {"name": name, "error_code": o.error_code, "error_message": o.error_message}
-        for (name, _, _), o in zip(requests, decision.results, strict=True)
+        for (name, _, _), o in zip(requests, outcomes, strict=True)
     ]
     return {"throttle_time": 0, "results": results}

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from brook.metadata.controller import CreateTopicSpec
+from brook.metadata.controller import CreatedTopic, CreateTopicSpec
+from brook.metadata.controller_api import ControllerError
 from brook.protocol.api import ApiKey
+from brook.protocol.build import to_ms
 from brook.protocol.errors import Errors
 
+from ..controller_channel import call_controller
 from ..registry import RequestContext, handler
 from .describe_configs import describe_topic
 
@@ -25,11 +28,16 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
         specs.append(
             CreateTopicSpec(t.name, t.num_partitions, t.replication_factor, assignments, configs)
         )
-    decision = await broker.metadata.submit(
-        lambda c: c.create_topics(specs, bool(request.validate_only))
-    )
+    try:
+        results = await call_controller(
+            broker,
+            lambda c: c.create_topics(specs, bool(request.validate_only)),
+            to_ms(request.timeout),
+        )
+    except ControllerError as exc:
+        results = [CreatedTopic(exc.error_code, exc.message, name=spec.name) for spec in specs]
     topics = []
-    for spec, result in zip(specs, decision.results, strict=True):
+    for spec, result in zip(specs, results, strict=True):
         entry: dict[str, Any] = {
             "name": spec.name,
             "topic_id": result.topic_id,

@@ -6,8 +6,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from brook.metadata.controller import Outcome
+from brook.metadata.controller_api import ControllerError
 from brook.protocol.api import ApiKey
+from brook.protocol.build import to_ms
 
+from ..controller_channel import call_controller
 from ..registry import RequestContext, handler
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -21,7 +25,13 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     else:
         names = list(request.topic_names)
         ids = [None] * len(names)
-    decision = await ctx.broker.metadata.submit(lambda c: c.delete_topics(names, ids))
+    try:
+        results = await call_controller(
+            ctx.broker, lambda c: c.delete_topics(names, ids), to_ms(request.timeout)
+        )
+    except ControllerError as exc:
+        failed = Outcome(exc.error_code, exc.message)
+        results = [(name, topic_id, failed) for name, topic_id in zip(names, ids, strict=True)]
     responses = [
         {
             "name": name,
@@ -29,6 +39,6 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
             "error_code": outcome.error_code,
             "error_message": outcome.error_message,
         }
-        for name, topic_id, outcome in decision.results
+        for name, topic_id, outcome in results
     ]
     return {"throttle_time": 0, "responses": responses}

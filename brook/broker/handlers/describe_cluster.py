@@ -26,8 +26,8 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
         "error_code": Errors.NONE,
         "error_message": None,
         "endpoint_type": endpoint_type,
-        "cluster_id": image.cluster_id or "",
-        "controller_id": broker.metadata.quorum.leader_id,
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.controller_id_for_clients(),
         "brokers": [],
         "cluster_authorized_operations": CLUSTER_OPERATIONS
         if request.include_cluster_authorized_operations

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from brook.metadata.controller_api import ControllerError
 from brook.protocol.api import ApiKey
+from brook.protocol.build import to_ms
 from brook.protocol.errors import Errors
 
+from ..controller_channel import call_controller
 from ..registry import RequestContext, handler
 
 
@@ -17,11 +20,20 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     partitions = None
     if request.topic_partitions is not None:
         partitions = [(t.topic, p) for t in request.topic_partitions for p in t.partitions]
-    decision = await ctx.broker.metadata.submit(
-        lambda c: c.elect_leaders(election_type, partitions)
-    )
+    try:
+        results = await call_controller(
+            ctx.broker,
+            lambda c: c.elect_leaders(election_type, partitions),
+            to_ms(request.timeout),
+        )
+    except ControllerError as exc:
+        return {
+            "throttle_time": 0,
+            "error_code": exc.error_code,
+            "replica_election_results": [],
+        }
     by_topic: dict[str, list[dict[str, Any]]] = {}
-    for topic, p, outcome in decision.results:
+    for topic, p, outcome in results:
         by_topic.setdefault(topic, []).append(
             {
                 "partition_id": p,

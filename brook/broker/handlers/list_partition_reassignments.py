@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from brook.metadata.controller_api import ControllerError
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
 
@@ -11,24 +12,27 @@ from ..registry import RequestContext, handler
 
 
 @handler(ApiKey.LIST_PARTITION_REASSIGNMENTS, (0, 0))
-def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
+async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     wanted = None
     if request.topics is not None:
         wanted = [(t.name, p) for t in request.topics for p in t.partition_indexes]
+    try:
+        moves = await ctx.broker.controller.list_partition_reassignments(wanted)
+    except ControllerError as exc:
+        return {
+            "throttle_time": 0,
+            "error_code": exc.error_code,
+            "error_message": exc.message,
+            "topics": [],
+        }
     by_topic: dict[str, list[dict[str, Any]]] = {}
-    for (
-        topic,
-        p,
-        replicas,
-        adding,
-        removing,
-    ) in ctx.broker.metadata.controller.list_partition_reassignments(wanted):
-        by_topic.setdefault(topic, []).append(
+    for move in moves:
+        by_topic.setdefault(move.topic, []).append(
             {
-                "partition_index": p,
-                "replicas": replicas,
-                "adding_replicas": adding,
-                "removing_replicas": removing,
+                "partition_index": move.partition,
+                "replicas": move.replicas,
+                "adding_replicas": move.adding,
+                "removing_replicas": move.removing,
             }
         )
     return {

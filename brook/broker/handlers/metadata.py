@@ -78,8 +78,8 @@ def _response(ctx: RequestContext, request: Any, topics: Any) -> dict[str, Any]:
     return {
         "throttle_time": 0,
         "brokers": brokers,
-        "cluster_id": image.cluster_id,
-        "controller_id": broker.metadata.quorum.leader_id,
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.controller_id_for_clients(),
         "topics": entries,
         "cluster_authorized_operations": CLUSTER_OPERATIONS if wants_cluster_ops else INT32_MIN,
         "error_code": Errors.NONE,

@@ -49,8 +49,8 @@ def setup(tmp_path: Path) -> Iterator[tuple[ReplicaManager, list[tuple[str, bool
     image.apply_all(
         enumerate(
             [
-                RegisterBrokerRecord(1, "a", 0, ep),
-                RegisterBrokerRecord(2, "b", 1, ep),
+                RegisterBrokerRecord(1, uuid.uuid4(), 0, ep, fenced=False),
+                RegisterBrokerRecord(2, uuid.uuid4(), 1, ep, fenced=False),
                 TopicRecord("t", T1),
                 PartitionRecord(T1, 0, (1, 2), (1, 2), 1),
                 PartitionRecord(T1, 1, (2, 1), (2, 1), 2),

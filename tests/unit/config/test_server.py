@@ -6,12 +6,14 @@ import pytest
 
 from brook.config.defs import ConfigError
 from brook.config.server import (
+    is_sole_voter,
     log_dirs,
     node_id,
     parse_listener,
     parse_server_config,
     topic_defaults,
 )
+from brook.config.server import voters as voters_of
 
 
 def test_defaults_match_kafka() -> None:
@@ -85,11 +87,6 @@ def test_bad_listener_and_unknown_key() -> None:
             "SASL_SSL",
         ),
         ({"listeners": "INTERNAL://:9093"}, "listener.security.protocol.map"),
-        ({"process.roles": "broker"}, "process.roles"),
-        (
-            {"node.id": "2", "controller.quorum.voters": "1@h:9093,2@h:9094"},
-            "controller.quorum.voters",
-        ),
     ],
 )
 def test_settings_brook_cannot_serve_yet_are_refused_not_ignored(
@@ -97,6 +94,76 @@ def test_settings_brook_cannot_serve_yet_are_refused_not_ignored(
 ) -> None:
     with pytest.raises(ConfigError, match=named):
         parse_server_config(props)
+
+
+@pytest.mark.parametrize(
+    ("props", "named"),
+    [
+        # a broker-only node must know its controllers
+        ({"process.roles": "broker"}, "controller.quorum.voters must name"),
+        # a controller must be one of the voters
+        ({"node.id": "3", "controller.quorum.voters": "1@h:9093,2@h:9094"}, "must be one of"),
+        # a voter of a quorum of several needs its controller listener
+        (
+            {"node.id": "2", "controller.quorum.voters": "1@h:9093,2@h:9094"},
+            "controller.listener.names must contain",
+        ),
+        (
+            {
+                "process.roles": "broker",
+                "controller.quorum.voters": "1@h:9093",
+                "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093",
+            },
+            "must not contain",
+        ),
+        (
+            {
+                "process.roles": "controller",
+                "controller.quorum.voters": "1@h:9093",
+                "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093",
+            },
+            "must only contain controller listeners",
+        ),
+        ({"controller.quorum.voters": "one@h:9093"}, "id@host:port"),
+    ],
+)
+def test_roles_voters_and_listeners_are_checked_as_kafka_does(
+    props: dict[str, str], named: str
+) -> None:
+    with pytest.raises(ConfigError, match=named):
+        parse_server_config(props)
+
+
+def test_cluster_node_configurations() -> None:
+    voters = "1@127.0.0.1:9093,2@127.0.0.1:9095,3@127.0.0.1:9097"
+    combined = parse_server_config(
+        {
+            "node.id": "2",
+            "controller.quorum.voters": voters,
+            "listeners": "PLAINTEXT://127.0.0.1:9094,CONTROLLER://127.0.0.1:9095",
+        }
+    )
+    assert not is_sole_voter(combined) and len(voters_of(combined)) == 3
+    broker = parse_server_config(
+        {
+            "node.id": "4",
+            "process.roles": "broker",
+            "controller.quorum.voters": voters,
+            "listeners": "PLAINTEXT://127.0.0.1:9098",
+        }
+    )
+    assert not is_sole_voter(broker)
+    controller = parse_server_config(
+        {
+            "node.id": "1",
+            "process.roles": "controller",
+            "controller.quorum.voters": voters,
+            "listeners": "CONTROLLER://127.0.0.1:9093",
+        }
+    )
+    assert voters_of(controller)[1] == ("127.0.0.1", 9093)
+    # make run's node: a lone combined node is its own quorum
+    assert is_sole_voter(parse_server_config({}))
 
 
 def test_plaintext_listeners_under_any_name_and_a_quorum_of_itself() -> None:

@@ -148,16 +148,6 @@ def test_topic_id_is_checked_for_existing_logs(tmp_path: Path, make_config: Make
     manager.shutdown()
 
 
-def test_meta_properties(tmp_path: Path) -> None:
-    manager = _manager(tmp_path, dirs=2)
-    assert manager.read_meta_properties() == {}
-    manager.write_meta_properties({"version": "1", "node.id": "2", "cluster.id": "abc"})
-    for i in range(2):
-        text = (tmp_path / f"d{i}" / "meta.properties").read_text()
-        assert text == "version=1\nnode.id=2\ncluster.id=abc\n"
-    assert manager.read_meta_properties()["cluster.id"] == "abc"
-
-
 def test_retention_and_flush_scheduling(tmp_path: Path, make_config: MakeConfig) -> None:
     manager = _manager(tmp_path)
     manager.startup()

@@ -18,7 +18,8 @@ from brook.protocol.errors import Errors
 def _cluster(brokers: int = 3, **server: str) -> Controller:
     image = MetadataImage()
     for b in range(1, brokers + 1):
-        image.apply(RegisterBrokerRecord(b, "x", b, (Endpoint("PLAINTEXT", "h", 9000 + b),)), b)
+        ep = (Endpoint("PLAINTEXT", "h", 9000 + b),)
+        image.apply(RegisterBrokerRecord(b, uuid.uuid4(), b, ep, fenced=False), b)
     return Controller(image, parse_server_config(server), random.Random(1))
 
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from brook.metadata.image import (
     BrokerChanged,
     ConfigChanged,
+    ImageError,
     MetadataImage,
     PartitionChanged,
     TopicRemoved,
@@ -16,6 +19,7 @@ from brook.metadata.records import (
     ConfigRecord,
     ConfigResourceType,
     Endpoint,
+    LegacyPartitionChangeRecord,
     PartitionChangeRecord,
     PartitionRecord,
     RegisterBrokerRecord,
@@ -33,8 +37,8 @@ def _image() -> MetadataImage:
     image.apply_all(
         enumerate(
             [
-                RegisterBrokerRecord(1, "a", 0, EP),
-                RegisterBrokerRecord(2, "b", 1, EP),
+                RegisterBrokerRecord(1, uuid.uuid4(), 0, EP, fenced=False),
+                RegisterBrokerRecord(2, uuid.uuid4(), 1, EP, fenced=False),
                 TopicRecord("t", TOPIC_ID),
                 PartitionRecord(TOPIC_ID, 0, (1, 2), (1, 2), 1),
             ]
@@ -61,10 +65,16 @@ def test_partition_changes_bump_epochs_as_kraft_does() -> None:
     image.apply(PartitionChangeRecord(TOPIC_ID, 0, leader=2), 5)
     info = image.partition("t", 0)
     assert (info.leader, info.leader_epoch, info.partition_epoch) == (2, 1, 2)
-    image.apply(PartitionChangeRecord(TOPIC_ID, 0, bump_leader_epoch=True), 6)
+    # naming the same leader again bumps the leader epoch, as in KRaft
+    image.apply(PartitionChangeRecord(TOPIC_ID, 0, leader=2), 6)
     assert image.partition("t", 0).leader_epoch == 2
+    # a change from a JSON metadata log bumps only on a new leader or when it says so
+    image.apply(LegacyPartitionChangeRecord(TOPIC_ID, 0, leader=2), 7)
+    assert image.partition("t", 0).leader_epoch == 2
+    image.apply(LegacyPartitionChangeRecord(TOPIC_ID, 0, bump_leader_epoch=True), 8)
+    assert image.partition("t", 0).leader_epoch == 3
     # a change for a partition that does not exist (any more) changes nothing
-    assert image.apply(PartitionChangeRecord(uuid.uuid4(), 0, leader=1), 7) == []
+    assert image.apply(PartitionChangeRecord(uuid.uuid4(), 0, leader=1), 9) == []
 
 
 def test_configs_set_delete_and_go_with_their_topic() -> None:
@@ -92,3 +102,28 @@ def test_brokers_register_fence_and_leave() -> None:
     assert image.alive_endpoint(1, "OTHER") is None
     image.apply(UnregisterBrokerRecord(1, 0), 5)
     assert 1 not in image.brokers
+
+
+def test_records_that_do_not_fit_are_refused_and_change_nothing() -> None:
+    image = _image()
+    with pytest.raises(ImageError):
+        image.apply(TopicRecord("t", uuid.uuid4()), 4)
+    with pytest.raises(ImageError):
+        image.apply(PartitionRecord(uuid.uuid4(), 0, (1,), (1,), 1), 5)
+    assert list(image.topics) == ["t"] and len(image.topics_by_id) == 1
+
+
+def test_copy_is_independent_and_snapshot_records_rebuild_the_image() -> None:
+    image = _image()
+    image.apply(ConfigRecord(ConfigResourceType.TOPIC, "t", "retention.ms", "5"), 4)
+    image.apply(PartitionChangeRecord(TOPIC_ID, 0, leader=2, isr=(2,)), 5)
+    copy = image.copy()
+    copy.apply(RemoveTopicRecord(TOPIC_ID), 6)
+    assert "t" in image.topics and "t" not in copy.topics
+    rebuilt = MetadataImage()
+    rebuilt.apply_all((image.offset, r) for r in image.snapshot_records())
+    assert rebuilt.brokers == image.brokers
+    assert rebuilt.configs == image.configs
+    assert {n: (t.topic_id, t.partitions) for n, t in rebuilt.topics.items()} == {
+        n: (t.topic_id, t.partitions) for n, t in image.topics.items()
+    }

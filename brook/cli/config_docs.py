@@ -1,13 +1,18 @@
-"""Render every config table as Markdown: ``python -m brook.config.docs > docs/configuration.md``.
+"""Every config table as Markdown:
+``python -m brook.cli.config_docs > docs/configuration.md``.
 
-The reference is generated from the same tables the code parses, so it cannot drift.
+The reference is generated from the same tables the code parses, so it cannot drift. It
+lives with the tools because it reads the client's tables as well as the broker's.
 """
 
 from __future__ import annotations
 
 import sys
 
-from .defs import NO_DEFAULT, ConfigDef
+from brook.client.config import ADMIN_CONFIG, CONSUMER_CONFIG, PRODUCER_CONFIG
+from brook.config.defs import NO_DEFAULT, ConfigDef
+from brook.config.server import SERVER_CONFIG
+from brook.config.topic import TOPIC_CONFIG
 
 
 def _default(value: object) -> str:
@@ -35,11 +40,6 @@ def render_table(table: ConfigDef) -> str:
 
 
 def render() -> str:
-    from brook.client.config import ADMIN_CONFIG, CONSUMER_CONFIG, PRODUCER_CONFIG
-
-    from .server import SERVER_CONFIG
-    from .topic import TOPIC_CONFIG
-
     sections = [
         ("Broker (`server.properties`, `--override`)", SERVER_CONFIG),
         ("Topic (CreateTopics, IncrementalAlterConfigs, `brook configs`)", TOPIC_CONFIG),
@@ -50,7 +50,8 @@ def render() -> str:
     out = [
         "# Configuration reference",
         "",
-        "Generated from the config tables by `python -m brook.config.docs`; do not edit by hand.",
+        "Generated from the config tables by `python -m brook.cli.config_docs`; do not edit by "
+        "hand.",
         "Names, meanings and defaults follow Apache Kafka; an unknown key is refused by name.",
     ]
     for title, table in sections:

@@ -1,0 +1,329 @@
+"""The controller shell (Kafka's QuorumController): one operation at a time decides on the
+controller's own image, appends its records to the metadata quorum, and answers once they
+are committed.
+
+The controller keeps its own state. Standing by, it holds none; when its node becomes the
+quorum leader (and the quorum has given the node's loader everything before the new epoch),
+it copies the node's committed image and serves. Each operation's records are applied to that
+copy as they are appended, before they commit, so the next operation decides on them
+(operations are decided in order and their commits overlap). If it loses the leadership or
+the quorum refuses an append, the copy is dropped and every waiting operation fails with
+NOT_CONTROLLER; the next activation starts again from what was committed.
+
+Broker sessions (registration, heartbeats, fencing of silent brokers, controlled shutdown)
+are kept here as well, with the pure rules of ``broker_heartbeat.py`` and
+``cluster_control.py``. Time comes from the ``clock`` passed in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from brook.protocol.errors import Errors
+
+from .broker_heartbeat import BrokerHeartbeatManager, BrokerState
+from .cluster_control import ClusterControl
+from .controller import PRODUCER_ID_BLOCK, ConfigOp, Controller, CreatedTopic, CreateTopicSpec
+from .controller_api import (
+    BrokerHeartbeat,
+    BrokerRegistration,
+    Committed,
+    ControllerError,
+    HeartbeatReply,
+    Outcome,
+    PartitionResult,
+    ProducerIdBlock,
+    Reassignment,
+    TopicResult,
+)
+from .image import MetadataImage
+from .loader import MetadataLoader
+from .quorum import CommittedBatch, LeaderAndEpoch, MetadataQuorum, NotLeaderError, StorageError
+from .records import MetadataRecord, encode
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+Decide = Callable[[Controller, ClusterControl], tuple[Sequence[MetadataRecord], T]]
+
+
+class _Active:
+    """What an active controller holds for one epoch."""
+
+    def __init__(
+        self, epoch: int, image: MetadataImage, config: Mapping[str, Any], rng: random.Random
+    ) -> None:
+        self.epoch = epoch
+        self.image = image
+        self.decisions = Controller(image, config, rng)
+        self.cluster = ClusterControl(image, config)
+
+
+class QuorumController:
+    def __init__(
+        self,
+        node_id: int,
+        cluster_id: str,
+        quorum: MetadataQuorum,
+        loader: MetadataLoader,
+        server_config: Mapping[str, Any],
+        clock: Callable[[], int],
+        rng: random.Random | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self.cluster_id = cluster_id
+        self.quorum = quorum
+        self.loader = loader
+        self.server_config = server_config
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.heartbeats = BrokerHeartbeatManager(int(server_config["broker.session.timeout.ms"]))
+        self._active: _Active | None = None
+        self._lock = asyncio.Lock()
+        self._committed = -1
+        self._waiting: list[tuple[int, asyncio.Future[None]]] = []
+        self._fencer: asyncio.Task[None] | None = None
+        quorum.register_listener(self)
+
+    @property
+    def active(self) -> bool:
+        return self._active is not None
+
+    # ------------------------------------------------------------------ QuorumListener
+    def handle_commit(self, batch: CommittedBatch) -> None:
+        self._committed = max(self._committed, batch.last_offset)
+        if self._waiting:
+            still = []
+            for offset, future in self._waiting:
+                if offset <= self._committed:
+                    if not future.done():
+                        future.set_result(None)
+                else:
+                    still.append((offset, future))
+            self._waiting = still
+
+    def handle_load_snapshot(self, end_offset: int, records: Sequence[bytes]) -> None:
+        self._committed = max(self._committed, end_offset - 1)
+
+    def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
+        if leader.is_leader(self.node_id):
+            if self._active is None or self._active.epoch != leader.epoch:
+                self._activate(leader.epoch)
+        elif self._active is not None:
+            self._deactivate(f"the quorum is now led by {leader.leader_id} in epoch {leader.epoch}")
+
+    def _activate(self, epoch: int) -> None:
+        self._deactivate(None)
+        image = self.loader.image.copy()
+        self._active = _Active(epoch, image, self.server_config, self.rng)
+        now = self.clock()
+        self.heartbeats.reset(
+            {b.broker_id: (b.fenced, b.in_controlled_shutdown) for b in image.brokers.values()},
+            now,
+        )
+        with contextlib.suppress(RuntimeError):  # no loop: a test driving the shell by hand
+            self._fencer = asyncio.get_running_loop().create_task(self._fence_stale_brokers())
+        log.info("node %d is the active controller in epoch %d", self.node_id, epoch)
+
+    def _deactivate(self, reason: str | None) -> None:
+        if self._active is not None and reason:
+            log.info("node %d stops being the active controller: %s", self.node_id, reason)
+        self._active = None
+        if self._fencer is not None:
+            self._fencer.cancel()
+            self._fencer = None
+        waiting, self._waiting = self._waiting, []
+        for _, future in waiting:
+            if not future.done():
+                future.set_exception(ControllerError(Errors.NOT_CONTROLLER, reason))
+
+    # ------------------------------------------------------------------ running operations
+    async def _run(self, decide: Decide[T], *, write: bool = True) -> Committed[T]:
+        async with self._lock:
+            active = self._active
+            if active is None:
+                raise ControllerError(
+                    Errors.NOT_CONTROLLER, f"node {self.node_id} is not the active controller"
+                )
+            records, value = decide(active.decisions, active.cluster)
+            if not records or not write:
+                return Committed(value)
+            last = self._append(active, records)
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            if last <= self._committed:
+                future.set_result(None)
+            else:
+                self._waiting.append((last, future))
+        await future
+        return Committed(value, last)
+
+    def _append(self, active: _Active, records: Sequence[MetadataRecord]) -> int:
+        try:
+            last = self.quorum.append(active.epoch, [encode(r) for r in records])
+        except (NotLeaderError, StorageError) as exc:
+            self._deactivate(str(exc))
+            raise ControllerError(Errors.NOT_CONTROLLER, str(exc)) from exc
+        first = last - len(records) + 1
+        active.image.apply_all(zip(range(first, last + 1), records, strict=True))
+        return last
+
+    def _next_offset(self) -> int:
+        return self.quorum.next_offset
+
+    # ------------------------------------------------------------------ topics and configs
+    async def create_topics(
+        self, specs: Sequence[CreateTopicSpec], validate_only: bool
+    ) -> Committed[list[CreatedTopic]]:
+        return await self._run(_decision(lambda c: c.create_topics(specs, validate_only)))
+
+    async def delete_topics(
+        self, names: Sequence[str | None], ids: Sequence[uuid.UUID | None]
+    ) -> Committed[list[TopicResult]]:
+        return await self._run(_decision(lambda c: c.delete_topics(names, ids)))
+
+    async def create_partitions(
+        self,
+        requests: Sequence[tuple[str, int, list[list[int]] | None]],
+        validate_only: bool,
+    ) -> Committed[list[Outcome]]:
+        return await self._run(_decision(lambda c: c.create_partitions(requests, validate_only)))
+
+    async def alter_configs(
+        self,
+        resources: Sequence[tuple[int, str, Sequence[ConfigOp]]],
+        incremental: bool,
+        validate_only: bool,
+    ) -> Committed[list[Outcome]]:
+        return await self._run(
+            _decision(lambda c: c.alter_configs(resources, incremental, validate_only))
+        )
+
+    async def elect_leaders(
+        self, election_type: int, partitions: Sequence[tuple[str, int]] | None
+    ) -> Committed[list[PartitionResult]]:
+        return await self._run(_decision(lambda c: c.elect_leaders(election_type, partitions)))
+
+    async def alter_partition_reassignments(
+        self, targets: Sequence[tuple[str, int, list[int] | None]]
+    ) -> Committed[list[PartitionResult]]:
+        return await self._run(_decision(lambda c: c.alter_partition_reassignments(targets)))
+
+    async def list_partition_reassignments(
+        self, partitions: Sequence[tuple[str, int]] | None
+    ) -> list[Reassignment]:
+        def decide(c: Controller, _: ClusterControl) -> tuple[list[MetadataRecord], Any]:
+            return [], [
+                Reassignment(t, p, r, a, d)
+                for t, p, r, a, d in c.list_partition_reassignments(partitions)
+            ]
+
+        return (await self._run(decide, write=False)).value
+
+    async def allocate_producer_ids(
+        self, broker_id: int, broker_epoch: int
+    ) -> Committed[ProducerIdBlock]:
+        def decide(c: Controller, _: ClusterControl) -> tuple[Any, ProducerIdBlock]:
+            self._check_broker_epoch(broker_id, broker_epoch)
+            decision, start = c.allocate_producer_ids(broker_id, broker_epoch)
+            return decision.records, ProducerIdBlock(broker_id, start, PRODUCER_ID_BLOCK)
+
+        return await self._run(decide)
+
+    # ------------------------------------------------------------------ broker lifecycle
+    async def register_broker(self, registration: BrokerRegistration) -> Committed[int]:
+        def decide(_: Controller, cluster: ClusterControl) -> tuple[Any, int]:
+            session = self.heartbeats.sessions.get(registration.broker_id)
+            live = session is not None and (
+                self.clock() - session.last_contact_ms <= self.heartbeats.session_timeout_ms
+            )
+            records, epoch = cluster.register(
+                registration, self._next_offset(), self.cluster_id, live
+            )
+            return records, epoch
+
+        result = await self._run(decide)
+        broker = self._require_active().image.brokers[registration.broker_id]
+        self.heartbeats.touch(broker.broker_id, self.clock(), broker.fenced, -1)
+        return result
+
+    async def broker_heartbeat(self, heartbeat: BrokerHeartbeat) -> HeartbeatReply:
+        def decide(_: Controller, cluster: ClusterControl) -> tuple[Any, HeartbeatReply]:
+            broker = self._check_broker_epoch(heartbeat.broker_id, heartbeat.broker_epoch)
+            registration_offset = broker.broker_epoch
+            current, nxt = self.heartbeats.next_state(
+                heartbeat, registration_offset, cluster.leads_partitions(broker.broker_id)
+            )
+            records: list[MetadataRecord] = []
+            if current is not nxt:
+                if nxt in (BrokerState.FENCED, BrokerState.SHUTDOWN_NOW):
+                    if not broker.fenced:
+                        records = cluster.fence(broker)
+                elif nxt is BrokerState.UNFENCED:
+                    records = cluster.unfence(broker)
+                elif nxt is BrokerState.CONTROLLED_SHUTDOWN:
+                    records = cluster.controlled_shutdown(broker)
+                    self.heartbeats.start_controlled_shutdown(
+                        broker.broker_id, self._next_offset() + len(records) - 1
+                    )
+            self.heartbeats.touch(
+                broker.broker_id, self.clock(), nxt.fenced, heartbeat.current_metadata_offset
+            )
+            reply = HeartbeatReply(
+                is_caught_up=heartbeat.current_metadata_offset >= registration_offset,
+                is_fenced=nxt.fenced,
+                should_shutdown=nxt is BrokerState.SHUTDOWN_NOW,
+            )
+            return records, reply
+
+        return (await self._run(decide)).value
+
+    def _check_broker_epoch(self, broker_id: int, broker_epoch: int) -> Any:
+        broker = self._require_active().image.brokers.get(broker_id)
+        if broker is None or broker.broker_epoch != broker_epoch:
+            raise ControllerError(
+                Errors.STALE_BROKER_EPOCH,
+                f"Broker {broker_id} epoch {broker_epoch} is not the registered one",
+            )
+        return broker
+
+    def _require_active(self) -> _Active:
+        if self._active is None:
+            raise ControllerError(Errors.NOT_CONTROLLER)
+        return self._active
+
+    async def _fence_stale_brokers(self) -> None:
+        """Fence one silent broker at a time, as soon as its session expires."""
+        while self._active is not None:
+            expiry = self.heartbeats.next_expiry_ms()
+            now = self.clock()
+            delay = 1.0 if expiry is None else max(0.0, (expiry - now) / 1000)
+            await asyncio.sleep(min(delay, 1.0))
+            stale = self.heartbeats.stale_broker(self.clock())
+            if stale is None:
+                continue
+
+            def decide(_: Controller, cluster: ClusterControl, stale: int = stale) -> Any:
+                broker = cluster.image.brokers.get(stale)
+                self.heartbeats.fence(stale)
+                if broker is None or broker.fenced:
+                    return [], None
+                log.info("fencing broker %d: no heartbeat for its session timeout", stale)
+                return cluster.fence(broker), None
+
+            try:
+                await self._run(decide)
+            except ControllerError:
+                return
+
+
+def _decision(call: Callable[[Controller], Any]) -> Decide[Any]:
+    def decide(c: Controller, _: ClusterControl) -> tuple[Sequence[MetadataRecord], Any]:
+        decision = call(c)
+        return decision.records, decision.results
+
+    return decide
