@@ -31,7 +31,7 @@ from brook.protocol.framing import (
 )
 from brook.protocol.primitives import INT16, INT32
 
-from .registry import HANDLERS, RequestContext, Response
+from .registry import BROKER, TABLES, RequestContext, Response
 
 if TYPE_CHECKING:
     from .server import Broker
@@ -42,9 +42,13 @@ _MAX_QUEUED_FRAMES = 64
 
 
 class Connection(asyncio.BufferedProtocol):
-    def __init__(self, broker: Broker, listener: str, server: SocketServer) -> None:
+    def __init__(
+        self, broker: Broker, listener: str, server: SocketServer, scope: str = BROKER
+    ) -> None:
         self.broker = broker
         self.listener = listener
+        self.scope = scope
+        self.handlers = TABLES[scope]
         self.server = server
         self.max_request_size = int(broker.config["socket.request.max.bytes"])
         self.transport: asyncio.Transport | None = None
@@ -144,7 +148,7 @@ class Connection(asyncio.BufferedProtocol):
         except FrameError as exc:
             self.close(str(exc))
             return None
-        spec = HANDLERS.get(api_key)
+        spec = self.handlers.get(api_key)
         if spec is None:
             self.close(f"unknown or unsupported API key {api_key}")
             return None
@@ -170,7 +174,14 @@ class Connection(asyncio.BufferedProtocol):
             self.close(f"malformed {api_name(api_key)} v{version} request: {exc!r}")
             return None
         ctx = RequestContext(
-            self.broker, self, api_key, version, correlation_id, header.client_id, self.listener
+            self.broker,
+            self,
+            api_key,
+            version,
+            correlation_id,
+            header.client_id,
+            self.listener,
+            self.scope,
         )
         response = spec.fn(ctx, request)
         if inspect.isawaitable(response):
@@ -201,7 +212,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def _send_api_versions_fallback(self, correlation_id: int) -> None:
         """ApiVersions v0 with UNSUPPORTED_VERSION and ApiVersions' own range (KIP-511)."""
-        spec = HANDLERS[ApiKey.API_VERSIONS]
+        spec = self.handlers[ApiKey.API_VERSIONS]
         body = (
             INT16.pack(Errors.UNSUPPORTED_VERSION)
             + INT32.pack(1)
@@ -230,13 +241,14 @@ class SocketServer:
         self.servers: list[asyncio.AbstractServer] = []
         self.bound: dict[str, tuple[str, int]] = {}
 
-    async def bind(self, listeners: list[tuple[str, str, int]]) -> None:
+    async def bind(self, listeners: list[tuple[str, str, int]], scope: str = BROKER) -> None:
         """Bind every listener's address (port 0 gets a free one) without accepting yet: a
-        broker learns its ports before it registers and serves once it is unfenced."""
+        broker learns its ports before it registers and serves once it is unfenced. ``scope``
+        says which API table the listeners serve (broker or controller)."""
         loop = asyncio.get_running_loop()
         for name, host, port in listeners:
             server = await loop.create_server(
-                lambda name=name: Connection(self.broker, name, self),
+                lambda name=name: Connection(self.broker, name, self, scope),
                 host or None,
                 port,
                 reuse_address=True,
@@ -247,10 +259,12 @@ class SocketServer:
             self.bound[name] = (sock[0], sock[1])
             self.servers.append(server)
 
-    async def serve(self) -> None:
+    async def serve(self, names: list[str] | None = None) -> None:
+        """Start accepting on the bound listeners (those in ``names``, or all)."""
         for server, (name, (host, port)) in zip(self.servers, self.bound.items(), strict=True):
-            await server.start_serving()
-            log.info("listening on %s://%s:%d", name, host, port)
+            if (names is None or name in names) and not server.is_serving():
+                await server.start_serving()
+                log.info("listening on %s://%s:%d", name, host, port)
 
     def close_idle(self, max_idle_ms: int) -> int:
         """Close connections idle for longer than ``max_idle_ms`` (connections.max.idle.ms);

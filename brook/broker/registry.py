@@ -1,7 +1,11 @@
-"""The API table: each Kafka API's handler, registered once with the versions it serves.
+"""The API tables: each Kafka API's handler, registered once with the versions it serves.
 
-ApiVersions is answered from this table, so the broker never advertises a version it cannot
-serve. A handler receives the request decoded by kio (or the raw body when registered with
+There are two tables, as Kafka has KafkaApis and ControllerApis: ``HANDLERS`` for broker
+listeners and ``CONTROLLER_HANDLERS`` for the controller listener; a handler names the
+listener kinds it serves (``scopes``). ApiVersions is answered from the table of the listener
+it arrives on, so a node never advertises a version it cannot serve there.
+
+A handler receives the request decoded by kio (or the raw body when registered with
 ``raw=True``) and returns a dict (built into that version's response class), ready body bytes
 or a list of body parts, None (no response: acks=0), or an awaitable of one of those.
 """
@@ -41,9 +45,18 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     listener: str
+    scope: str = "broker"
+
+    @property
+    def on_controller_listener(self) -> bool:
+        return self.scope == CONTROLLER
 
 
+BROKER = "broker"
+CONTROLLER = "controller"
 HANDLERS: dict[int, HandlerSpec] = {}
+CONTROLLER_HANDLERS: dict[int, HandlerSpec] = {}
+TABLES = {BROKER: HANDLERS, CONTROLLER: CONTROLLER_HANDLERS}
 
 
 def handler(
@@ -52,6 +65,7 @@ def handler(
     *,
     advertised_min: int | None = None,
     raw: bool = False,
+    scopes: tuple[str, ...] = (BROKER,),
 ) -> Callable[[HandlerFn], HandlerFn]:
     """Register ``fn`` as the handler of ``api_key`` for ``versions`` (inclusive).
 
@@ -61,12 +75,15 @@ def handler(
     """
 
     def register(fn: HandlerFn) -> HandlerFn:
-        if int(api_key) in HANDLERS:
-            raise RuntimeError(f"a handler for {api_key.name} is already registered")
         low, high = versions
-        HANDLERS[int(api_key)] = HandlerSpec(
+        spec = HandlerSpec(
             api_key, low, high, low if advertised_min is None else advertised_min, fn, raw
         )
+        for scope in scopes:
+            table = TABLES[scope]
+            if int(api_key) in table:
+                raise RuntimeError(f"a {scope} handler for {api_key.name} is already registered")
+            table[int(api_key)] = spec
         return fn
 
     return register

@@ -11,6 +11,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from brook.config.defs import Config
 from brook.config.server import (
@@ -19,16 +20,18 @@ from brook.config.server import (
     node_id,
     parse_listener,
     topic_defaults,
+    voters,
 )
 from brook.log.config import LogConfig
 from brook.log.manager import LogManager
 from brook.log.meta_properties import StorageCheckError, check_storage
-from brook.metadata.controller_api import ControllerApi
+from brook.metadata.controller_api import ControllerApi, ControllerError
 from brook.metadata.image import MetadataImage
 from brook.metadata.loader import MetadataLoader
 from brook.metadata.quorum import LocalQuorum
 from brook.metadata.quorum_controller import QuorumController
 from brook.metadata.records import METADATA_TOPIC, METADATA_TOPIC_ID, Endpoint
+from brook.protocol.errors import Errors
 
 from . import handlers  # noqa: F401  (registers every API handler)
 from .fetch_session import FetchSessionCache
@@ -36,6 +39,7 @@ from .group.coordinator import GroupCoordinator
 from .lifecycle import BrokerLifecycleManager
 from .network import SocketServer
 from .producer_ids import ProducerIdManager
+from .remote_controller import ControllerRouter
 from .replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
@@ -73,7 +77,7 @@ class Broker:
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
         self.quorum: LocalQuorum
-        self.quorum_controller: QuorumController
+        self.quorum_controller: QuorumController | None = None
         self.controller: ControllerApi
         self.lifecycle: BrokerLifecycleManager
         self.cluster_id = ""
@@ -89,6 +93,22 @@ class Broker:
     @property
     def broker_epoch(self) -> int:
         return self.lifecycle.broker_epoch
+
+    def local_controller(self) -> QuorumController:
+        """This node's own controller, for requests on the controller listener."""
+        if self.quorum_controller is None:
+            raise ControllerError(Errors.NOT_CONTROLLER, f"node {self.node_id} is no controller")
+        return self.quorum_controller
+
+    def voter_endpoints(self) -> dict[int, tuple[str, str, int]]:
+        """node id -> (controller listener name, host, port) of each voter."""
+        names = self.config["controller.listener.names"]
+        if not names:
+            return {}
+        return {i: (names[0], h, p) for i, (h, p) in voters(self.config).items()}
+
+    async def forward_describe_quorum(self) -> Any:
+        raise ControllerError(Errors.NOT_CONTROLLER, "no remote controller")
 
     def controller_id_for_clients(self) -> int:
         """The ``controller_id`` of Metadata and DescribeCluster: as in KRaft, a live broker
@@ -116,7 +136,7 @@ class Broker:
         self.quorum_controller = QuorumController(
             self.node_id, self.cluster_id, self.quorum, self.loader, self.config, self.clock
         )
-        self.controller = self.quorum_controller
+        self.controller = ControllerRouter(self.quorum_controller, None)
         self.quorum.start()
         log.info(
             "metadata loaded up to offset %d (%d record(s) skipped)",

@@ -52,6 +52,29 @@ class QuorumListener(Protocol):
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class ReplicaDescription:
+    """One DescribeQuorum row; timestamps are the leader's clock, -1 when unknown."""
+
+    replica_id: int
+    log_end_offset: int
+    last_fetch_timestamp: int
+    last_caught_up_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumDescription:
+    """DescribeQuorum's partition data as the leader sees it (``error`` NOT_LEADER_OR_FOLLOWER
+    on any other node)."""
+
+    error: int
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[ReplicaDescription, ...]
+    observers: tuple[ReplicaDescription, ...]
+
+
 class NotLeaderError(Exception):
     """This node does not lead the quorum (any more) in the epoch the caller named."""
 
@@ -123,6 +146,20 @@ class LocalQuorum:
     @property
     def next_offset(self) -> int:
         return self.log.log_end_offset
+
+    describes_locally = True  # the leader answers DescribeQuorum itself
+
+    def describe(self, now_ms: int) -> QuorumDescription:
+        me = ReplicaDescription(self.node_id, self.log.log_end_offset, -1, now_ms)
+        leader = self.leader
+        return QuorumDescription(
+            0,
+            leader.leader_id if leader.leader_id is not None else -1,
+            leader.epoch,
+            self.high_watermark,
+            (me,),
+            (),
+        )
 
     def register_listener(self, listener: QuorumListener) -> None:
         self._listeners.append(listener)

@@ -1,9 +1,12 @@
 """One module per Kafka API; importing this package registers every handler in the table."""
 
 from . import (  # noqa: F401
+    allocate_producer_ids,
     alter_configs,
     alter_partition_reassignments,
     api_versions,
+    broker_heartbeat,
+    broker_registration,
     create_partitions,
     create_topics,
     delete_groups,
@@ -12,6 +15,7 @@ from . import (  # noqa: F401
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_quorum,
     elect_leaders,
     fetch,
     find_coordinator,

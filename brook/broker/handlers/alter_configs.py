@@ -10,10 +10,31 @@ from brook.metadata.controller_api import ControllerError
 from brook.protocol.api import ApiKey
 
 from ..controller_channel import call_controller
-from ..registry import RequestContext, handler
+from ..registry import BROKER, CONTROLLER, RequestContext, handler
+
+REMOTE_VERSION = 2
+Resources = list[tuple[int, str, list[ConfigOp]]]
 
 
-@handler(ApiKey.ALTER_CONFIGS, (0, 2))
+def request_of(resources: Resources, validate_only: bool) -> dict:
+    return {
+        "resources": [
+            {
+                "resource_type": rtype,
+                "resource_name": name,
+                "configs": [{"name": op.name, "value": op.value} for op in ops],
+            }
+            for rtype, name, ops in resources
+        ],
+        "validate_only": validate_only,
+    }
+
+
+def results_of(response: Any) -> list[Outcome]:
+    return [Outcome(r.error_code, r.error_message) for r in response.responses]
+
+
+@handler(ApiKey.ALTER_CONFIGS, (0, 2), scopes=(BROKER, CONTROLLER))
 async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     resources = [
         (
@@ -34,7 +55,9 @@ async def alter(
 ) -> dict[str, Any]:
     try:
         outcomes = await call_controller(
-            ctx.broker, lambda c: c.alter_configs(resources, incremental, validate_only)
+            ctx.broker,
+            lambda c: c.alter_configs(resources, incremental, validate_only),
+            local=ctx.on_controller_listener,
         )
     except ControllerError as exc:
         outcomes = [Outcome(exc.error_code, exc.message) for _ in resources]

@@ -12,10 +12,35 @@ from brook.protocol.build import to_ms
 from brook.protocol.errors import Errors
 
 from ..controller_channel import call_controller
-from ..registry import RequestContext, handler
+from ..registry import BROKER, CONTROLLER, RequestContext, handler
+
+REMOTE_VERSION = 0
+Targets = list[tuple[str, int, list[int] | None]]
 
 
-@handler(ApiKey.ALTER_PARTITION_REASSIGNMENTS, (0, 1))
+def request_of(targets: Targets, timeout_ms: int) -> dict:
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for topic, p, replicas in targets:
+        by_topic.setdefault(topic, []).append(
+            {"partition_index": p, "replicas": None if replicas is None else tuple(replicas)}
+        )
+    return {
+        "timeout": timeout_ms,
+        "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+    }
+
+
+def results_of(response: Any) -> list[tuple[str, int, Outcome]]:
+    if response.error_code:
+        raise ControllerError(response.error_code, response.error_message)
+    return [
+        (t.name, p.partition_index, Outcome(p.error_code, p.error_message))
+        for t in response.responses
+        for p in t.partitions
+    ]
+
+
+@handler(ApiKey.ALTER_PARTITION_REASSIGNMENTS, (0, 1), scopes=(BROKER, CONTROLLER))
 async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     targets = [
         (t.name, p.partition_index, None if p.replicas is None else list(p.replicas))
@@ -27,6 +52,7 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
             ctx.broker,
             lambda c: c.alter_partition_reassignments(targets),
             to_ms(request.timeout),
+            local=ctx.on_controller_listener,
         )
     except ControllerError as exc:
         failed = Outcome(exc.error_code, exc.message)

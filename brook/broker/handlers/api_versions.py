@@ -1,4 +1,5 @@
-"""ApiVersions (18), v0-4: the ranges of the handler table, nothing more.
+"""ApiVersions (18), v0-4: the ranges of the handler table of the listener asked (broker or
+controller), nothing more.
 
 v3+ carries the client's software name and version (KIP-511). The response never writes
 tagged fields at their default values: librdkafka before 2.2 (Debian 12's kcat) cannot skip
@@ -12,10 +13,10 @@ from typing import Any
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
 
-from ..registry import HANDLERS, RequestContext, handler
+from ..registry import BROKER, CONTROLLER, TABLES, RequestContext, handler
 
 
-@handler(ApiKey.API_VERSIONS, (0, 4))
+@handler(ApiKey.API_VERSIONS, (0, 4), scopes=(BROKER, CONTROLLER))
 def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     keys = [
         {
@@ -23,7 +24,7 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
             "min_version": spec.advertised_min,
             "max_version": spec.max_version,
         }
-        for spec in sorted(HANDLERS.values(), key=lambda s: s.api_key)
+        for spec in sorted(TABLES[ctx.scope].values(), key=lambda s: s.api_key)
     ]
     return {
         "error_code": Errors.NONE,

@@ -11,10 +11,31 @@ from brook.protocol.api import ApiKey
 from brook.protocol.build import to_ms
 
 from ..controller_channel import call_controller
-from ..registry import RequestContext, handler
+from ..registry import BROKER, CONTROLLER, RequestContext, handler
+
+REMOTE_VERSION = 3
+Request = list[tuple[str, int, list[list[int]] | None]]
 
 
-@handler(ApiKey.CREATE_PARTITIONS, (0, 3))
+def request_of(requests: Request, validate_only: bool, timeout_ms: int) -> dict:
+    topics = [
+        {
+            "name": name,
+            "count": count,
+            "assignments": None
+            if assignments is None
+            else [{"broker_ids": tuple(a)} for a in assignments],
+        }
+        for name, count, assignments in requests
+    ]
+    return {"topics": topics, "timeout": timeout_ms, "validate_only": validate_only}
+
+
+def results_of(response: Any) -> list[Outcome]:
+    return [Outcome(r.error_code, r.error_message) for r in response.results]
+
+
+@handler(ApiKey.CREATE_PARTITIONS, (0, 3), scopes=(BROKER, CONTROLLER))
 async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     requests = [
         (
@@ -29,6 +50,7 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
             ctx.broker,
             lambda c: c.create_partitions(requests, bool(request.validate_only)),
             to_ms(request.timeout),
+            local=ctx.on_controller_listener,
         )
     except ControllerError as exc:
         outcomes = [Outcome(exc.error_code, exc.message) for _ in requests]

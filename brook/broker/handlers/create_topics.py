@@ -1,6 +1,9 @@
 """CreateTopics (19), v2-7: name, partitions, replication factor or manual assignment, configs;
 validate_only. v5+ returns the created topic's partitions, replication factor and configs,
 v7 its topic id. Errors and messages follow Kafka's controller (see metadata/controller.py).
+
+Served on broker listeners (forwarded to the active controller; the answer waits until this
+broker's image has the topic) and on the controller listener (decided there).
 """
 
 from __future__ import annotations
@@ -14,13 +17,13 @@ from brook.protocol.build import to_ms
 from brook.protocol.errors import Errors
 
 from ..controller_channel import call_controller
-from ..registry import RequestContext, handler
+from ..registry import BROKER, CONTROLLER, RequestContext, handler
 from .describe_configs import describe_topic
 
+REMOTE_VERSION = 7
 
-@handler(ApiKey.CREATE_TOPICS, (2, 7))
-async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
-    broker = ctx.broker
+
+def specs_of(request: Any) -> list[CreateTopicSpec]:
     specs = []
     for t in request.topics:
         assignments = {a.partition_index: list(a.broker_ids) for a in t.assignments}
@@ -28,11 +31,53 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
         specs.append(
             CreateTopicSpec(t.name, t.num_partitions, t.replication_factor, assignments, configs)
         )
+    return specs
+
+
+def request_of(specs: list[CreateTopicSpec], validate_only: bool, timeout_ms: int) -> dict:
+    return {
+        "topics": [
+            {
+                "name": s.name,
+                "num_partitions": s.num_partitions,
+                "replication_factor": s.replication_factor,
+                "assignments": [
+                    {"partition_index": p, "broker_ids": tuple(ids)}
+                    for p, ids in sorted(s.assignments.items())
+                ],
+                "configs": [{"name": k, "value": v} for k, v in s.configs.items()],
+            }
+            for s in specs
+        ],
+        "timeout": timeout_ms,
+        "validate_only": validate_only,
+    }
+
+
+def results_of(response: Any) -> list[CreatedTopic]:
+    return [
+        CreatedTopic(
+            t.error_code,
+            t.error_message,
+            name=t.name,
+            topic_id=t.topic_id,
+            num_partitions=t.num_partitions,
+            replication_factor=t.replication_factor,
+        )
+        for t in response.topics
+    ]
+
+
+@handler(ApiKey.CREATE_TOPICS, (2, 7), scopes=(BROKER, CONTROLLER))
+async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    broker = ctx.broker
+    specs = specs_of(request)
     try:
         results = await call_controller(
             broker,
             lambda c: c.create_topics(specs, bool(request.validate_only)),
             to_ms(request.timeout),
+            local=ctx.on_controller_listener,
         )
     except ControllerError as exc:
         results = [CreatedTopic(exc.error_code, exc.message, name=spec.name) for spec in specs]

@@ -12,12 +12,24 @@ from brook.protocol.api import ApiKey
 from brook.protocol.build import to_ms
 
 from ..controller_channel import call_controller
-from ..registry import RequestContext, handler
+from ..registry import BROKER, CONTROLLER, RequestContext, handler
 
 ZERO_UUID = uuid.UUID(int=0)
+REMOTE_VERSION = 6
 
 
-@handler(ApiKey.DELETE_TOPICS, (1, 6))
+def request_of(names: list[str | None], ids: list[uuid.UUID | None], timeout_ms: int) -> dict:
+    topics = [{"name": n, "topic_id": i or ZERO_UUID} for n, i in zip(names, ids, strict=True)]
+    return {"topics": topics, "timeout": timeout_ms}
+
+
+def results_of(response: Any) -> list[tuple[str | None, uuid.UUID | None, Outcome]]:
+    return [
+        (r.name, r.topic_id, Outcome(r.error_code, r.error_message)) for r in response.responses
+    ]
+
+
+@handler(ApiKey.DELETE_TOPICS, (1, 6), scopes=(BROKER, CONTROLLER))
 async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if ctx.api_version >= 6:
         names = [t.name for t in request.topics]
@@ -27,7 +39,10 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
         ids = [None] * len(names)
     try:
         results = await call_controller(
-            ctx.broker, lambda c: c.delete_topics(names, ids), to_ms(request.timeout)
+            ctx.broker,
+            lambda c: c.delete_topics(names, ids),
+            to_ms(request.timeout),
+            local=ctx.on_controller_listener,
         )
     except ControllerError as exc:
         failed = Outcome(exc.error_code, exc.message)

@@ -5,16 +5,45 @@ from __future__ import annotations
 
 from typing import Any
 
+from brook.metadata.controller import Outcome
 from brook.metadata.controller_api import ControllerError
 from brook.protocol.api import ApiKey
 from brook.protocol.build import to_ms
 from brook.protocol.errors import Errors
 
 from ..controller_channel import call_controller
-from ..registry import RequestContext, handler
+from ..registry import BROKER, CONTROLLER, RequestContext, handler
+
+REMOTE_VERSION = 2
 
 
-@handler(ApiKey.ELECT_LEADERS, (0, 2))
+def request_of(
+    election_type: int, partitions: list[tuple[str, int]] | None, timeout_ms: int
+) -> dict:
+    topic_partitions = None
+    if partitions is not None:
+        by_topic: dict[str, list[int]] = {}
+        for topic, p in partitions:
+            by_topic.setdefault(topic, []).append(p)
+        topic_partitions = [{"topic": t, "partitions": tuple(ps)} for t, ps in by_topic.items()]
+    return {
+        "election_type": election_type,
+        "topic_partitions": topic_partitions,
+        "timeout": timeout_ms,
+    }
+
+
+def results_of(response: Any) -> list[tuple[str, int, Outcome]]:
+    if response.error_code:
+        raise ControllerError(response.error_code)
+    return [
+        (t.topic, p.partition_id, Outcome(p.error_code, p.error_message))
+        for t in response.replica_election_results
+        for p in t.partition_result
+    ]
+
+
+@handler(ApiKey.ELECT_LEADERS, (0, 2), scopes=(BROKER, CONTROLLER))
 async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     election_type = getattr(request, "election_type", 0)
     partitions = None
@@ -25,6 +54,7 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
             ctx.broker,
             lambda c: c.elect_leaders(election_type, partitions),
             to_ms(request.timeout),
+            local=ctx.on_controller_listener,
         )
     except ControllerError as exc:
         return {

@@ -4,20 +4,51 @@ from __future__ import annotations
 
 from typing import Any
 
-from brook.metadata.controller_api import ControllerError
+from brook.metadata.controller_api import ControllerError, Reassignment
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
 
-from ..registry import RequestContext, handler
+from ..registry import BROKER, CONTROLLER, RequestContext, handler
+
+REMOTE_VERSION = 0
 
 
-@handler(ApiKey.LIST_PARTITION_REASSIGNMENTS, (0, 0))
+def request_of(partitions: list[tuple[str, int]] | None, timeout_ms: int) -> dict:
+    topics = None
+    if partitions is not None:
+        by_topic: dict[str, list[int]] = {}
+        for topic, p in partitions:
+            by_topic.setdefault(topic, []).append(p)
+        topics = [{"name": t, "partition_indexes": tuple(ps)} for t, ps in by_topic.items()]
+    return {"timeout": timeout_ms, "topics": topics}
+
+
+def results_of(response: Any) -> list[Reassignment]:
+    if response.error_code:
+        raise ControllerError(response.error_code, response.error_message)
+    return [
+        Reassignment(
+            t.name,
+            p.partition_index,
+            tuple(p.replicas),
+            tuple(p.adding_replicas),
+            tuple(p.removing_replicas),
+        )
+        for t in response.topics
+        for p in t.partitions
+    ]
+
+
+@handler(ApiKey.LIST_PARTITION_REASSIGNMENTS, (0, 0), scopes=(BROKER, CONTROLLER))
 async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     wanted = None
     if request.topics is not None:
         wanted = [(t.name, p) for t in request.topics for p in t.partition_indexes]
     try:
-        moves = await ctx.broker.controller.list_partition_reassignments(wanted)
+        controller = (
+            ctx.broker.local_controller() if ctx.on_controller_listener else ctx.broker.controller
+        )
+        moves = await controller.list_partition_reassignments(wanted)
     except ControllerError as exc:
         return {
             "throttle_time": 0,
