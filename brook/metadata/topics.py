@@ -8,7 +8,15 @@ from collections.abc import Sequence
 
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__cluster_metadata"})
+# Kafka's Topic.isInternal set, plus the metadata log's name (never a topic, never creatable).
+INTERNAL_TOPICS = frozenset(
+    {"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"}
+)
+
+
+def is_internal(name: str | None) -> bool:
+    """Whether ``name`` is a topic that only the node itself writes, creates or deletes."""
+    return name in INTERNAL_TOPICS
 
 
 def topic_name_error(name: str) -> str | None:

@@ -1,6 +1,9 @@
 """CreateTopics (19), v2-7: name, partitions, replication factor or manual assignment, configs;
 validate_only. v5+ returns the created topic's partitions, replication factor and configs,
-v7 its topic id. Errors and messages follow Kafka's controller (see metadata/controller.py).
+v7 its topic id. Errors and messages follow Kafka's controller (see metadata/controller.py);
+internal topics (``__consumer_offsets``, ...) are the node's to create, so a client asking for
+one gets INVALID_REQUEST, and a request for more than 10,000 partitions in all gets
+POLICY_VIOLATION for every topic.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
             CreateTopicSpec(t.name, t.num_partitions, t.replication_factor, assignments, configs)
         )
     decision = await broker.metadata.submit(
-        lambda c: c.create_topics(specs, bool(request.validate_only))
+        lambda c: c.create_topics(specs, bool(request.validate_only), internal_topics_allowed=False)
     )
     topics = []
     for spec, result in zip(specs, decision.results, strict=True):

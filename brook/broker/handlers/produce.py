@@ -1,11 +1,13 @@
 """Produce (0), v3-13 served, v0 advertised as the minimum (as Kafka 4 does, so librdkafka
 before 2.11.1 keeps compression on); v0-2 requests close the connection.
 
-Per partition: leadership, then the log's validation (CRC, one magic-2 batch, sizes,
-idempotent sequences) and append. acks=all waits for the high watermark; acks=0 sends
-nothing back and closes the connection if any partition failed (Kafka's way of telling the
-client). NOT_LEADER_OR_FOLLOWER carries the leader hint and endpoint for v10+ (KIP-951).
-v13 names topics by id. The response is hand-encoded (see brook.protocol.produce_codec).
+Per partition: internal topics refused (INVALID_TOPIC_EXCEPTION, as Kafka answers clients;
+the group coordinator appends to ``__consumer_offsets`` directly), leadership, then the log's
+validation (CRC, one magic-2 batch, sizes, idempotent sequences, every record) and append.
+acks=all waits for the high watermark; acks=0 sends nothing back and closes the connection if
+any partition failed (Kafka's way of telling the client). NOT_LEADER_OR_FOLLOWER carries the
+leader hint and endpoint for v10+ (KIP-951). v13 names topics by id. The response is
+hand-encoded (see brook.protocol.produce_codec).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import uuid
 from typing import Any
 
 from brook.log.log import AppendResult
+from brook.metadata.topics import is_internal
 from brook.protocol.api import ApiKey
 from brook.protocol.batch import MAGIC
 from brook.protocol.compression import Codec
@@ -56,6 +59,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 continue
             if acks not in (-1, 0, 1):
                 result.error_code = Errors.INVALID_REQUIRED_ACKS
+                any_error = True
+                continue
+            if is_internal(name) and broker.image.partition(name, pdata.index) is not None:
+                # ReplicaManager.appendToLocalLog: only the node writes its internal topics.
+                result.error_code = Errors.INVALID_TOPIC_EXCEPTION
+                result.error_message = f"Cannot append to internal topic {name}"
                 any_error = True
                 continue
             partition, error = rm.leader_partition(name, pdata.index)
