@@ -11,7 +11,7 @@ import time
 import uuid
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from brook.protocol.batch import (
@@ -30,23 +30,20 @@ from brook.protocol.batch import (
 from brook.protocol.compression import CompressionError, decompress_bounded
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.primitives import INT64_MAX, INT64_MIN
-from brook.protocol.records import RECORD_BAD_TIMESTAMP, RECORD_NULL_KEY, validate_records
+from brook.protocol.records import validate_records
 
 from .checkpoints import CheckpointError, PartitionMetadataFile, fsync_path
 from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
 from .loader import LogLoader
 from .producer_state import ProducerStateManager
+from .record_errors import TIMESTAMPS_REJECTED, TimestampRule, record_validation_error
 from .segment import LogSegment
 from .time_index import NO_TIMESTAMP
 
 # A compressed batch's records are checked when they decompress to at most this much (Kafka
 # streams them; holding more for the check would let a small batch exhaust memory).
 _MAX_CHECKED_PAYLOAD = 64 << 20
-
-
-def _timestamp_range(low: int, high: int) -> str:
-    return f"a record's timestamp is out of range: it should be within [{low}, {high}]"
 
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -277,22 +274,32 @@ class PartitionLog:
         return header, self._check_records(records, header, now_ms)
 
     def _check_records(self, records: bytes, header: BatchHeader, now_ms: int) -> int:
-        """Every record whole (INVALID_RECORD otherwise), keyed on a compacted topic, and
-        timestamped within message.timestamp.before/after.max.ms under CreateTime
-        (INVALID_TIMESTAMP); returns the records' largest timestamp."""
+        """Kafka's LogValidator over the records: every record whole (INVALID_RECORD for the
+        batch otherwise); then each record keyed on a compacted topic and timestamped within
+        message.timestamp.before/after.max.ms under CreateTime, a producer never stamping
+        LogAppendTime. A batch with such invalid records is refused whole, naming every one
+        of them (RecordValidationError). Returns the records' largest timestamp."""
         config = self.config
+        rule = TimestampRule(
+            now_ms,
+            config.message_timestamp_before_max_ms,
+            config.message_timestamp_after_max_ms,
+        )
+        reject = False
         if config.log_append_time:
-            if header.log_append_time:
-                raise KafkaError(
-                    Errors.INVALID_TIMESTAMP,
-                    "Invalid timestamp type in message: the producer should not set the "
-                    "timestamp type to LogAppendTime",
-                )
             low, high = INT64_MIN, INT64_MAX
         else:
             # The defaults are Long.MAX_VALUE: keep the bounds within int64.
             low = max(INT64_MIN, now_ms - config.message_timestamp_before_max_ms)
             high = min(INT64_MAX, now_ms + config.message_timestamp_after_max_ms)
+        if header.log_append_time:
+            # Every record of a LogAppendTime batch reads as its max timestamp: refused under
+            # a LogAppendTime topic or when it is none, else checked against the bounds.
+            stamp = header.max_timestamp
+            refused = config.log_append_time or stamp == NO_TIMESTAMP
+            reject = refused or not low <= stamp <= high
+            rule = replace(rule, log_append_time_refused=refused, batch_timestamp=stamp)
+            low, high = INT64_MIN, INT64_MAX
         data: bytes | memoryview | None = memoryview(records)[HEADER_SIZE:]
         if header.codec:
             try:
@@ -302,26 +309,26 @@ class PartitionLog:
             if data is None:
                 # Too big once decompressed to hold for the check: stored as sent, with the
                 # batch's own first and largest timestamps checked instead.
-                for stamp in (header.base_timestamp, header.max_timestamp):
-                    if stamp != NO_TIMESTAMP and not low <= stamp <= high:
-                        raise KafkaError(Errors.INVALID_TIMESTAMP, _timestamp_range(low, high))
+                stamps = (header.base_timestamp, header.max_timestamp)
+                if reject or any(s != NO_TIMESTAMP and not low <= s <= high for s in stamps):
+                    raise KafkaError(Errors.INVALID_TIMESTAMP, TIMESTAMPS_REJECTED)
                 return header.max_timestamp
         try:
-            flags, max_timestamp = validate_records(
-                data, header.records_count, header.base_timestamp, low, high
+            max_timestamp, problems = validate_records(
+                data,
+                header.records_count,
+                header.base_timestamp,
+                low,
+                high,
+                config.compacted,
+                reject,
             )
         except CorruptBatch as exc:
             raise KafkaError(
                 Errors.INVALID_RECORD, f"Found invalid record structure: {exc}"
             ) from None
-        if flags & RECORD_NULL_KEY and config.compacted:
-            raise KafkaError(
-                Errors.INVALID_RECORD,
-                "Compacted topic cannot accept message without key in topic partition "
-                f"{self.dir.name}.",
-            )
-        if flags & RECORD_BAD_TIMESTAMP:
-            raise KafkaError(Errors.INVALID_TIMESTAMP, _timestamp_range(low, high))
+        if problems:
+            raise record_validation_error(problems, self.dir.name, header.base_offset, rule)
         return max_timestamp
 
     def append_as_follower(self, records: bytes) -> AppendResult:

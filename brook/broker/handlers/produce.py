@@ -3,11 +3,13 @@ before 2.11.1 keeps compression on); v0-2 requests close the connection.
 
 Per partition: internal topics refused (INVALID_TOPIC_EXCEPTION, as Kafka answers clients;
 the group coordinator appends to ``__consumer_offsets`` directly), leadership, then the log's
-validation (CRC, one magic-2 batch, sizes, idempotent sequences, every record) and append.
-acks=all waits for the high watermark; acks=0 sends nothing back and closes the connection if
-any partition failed (Kafka's way of telling the client). NOT_LEADER_OR_FOLLOWER carries the
-leader hint and endpoint for v10+ (KIP-951). v13 names topics by id. The response is
-hand-encoded (see brook.protocol.produce_codec).
+validation (CRC, one magic-2 batch, sizes, idempotent sequences, every record) and append. A
+batch with invalid records is refused whole with KIP-467's ``record_errors`` (v8+): the index
+and message of each bad record, so a client fails exactly those. acks=all waits for the high
+watermark; acks=0 sends nothing back and closes the connection if any partition failed
+(Kafka's way of telling the client). NOT_LEADER_OR_FOLLOWER carries the leader hint and
+endpoint for v10+ (KIP-951). v13 names topics by id. The response is hand-encoded (see
+brook.protocol.produce_codec).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import uuid
 from typing import Any
 
 from brook.log.log import AppendResult
+from brook.log.record_errors import RecordValidationError
 from brook.metadata.topics import is_internal
 from brook.protocol.api import ApiKey
 from brook.protocol.batch import MAGIC
@@ -88,6 +91,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             except KafkaError as exc:
                 result.error_code = exc.code
                 result.error_message = exc.message
+                if isinstance(exc, RecordValidationError):
+                    # Kafka answers these with the log start offset and KIP-467's list.
+                    result.record_errors = list(exc.record_errors)
+                    result.log_start_offset = partition.log.log_start_offset
                 any_error = True
                 continue
             result.base_offset = append.first_offset
