@@ -11,7 +11,7 @@ import time
 import uuid
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from brook.protocol.batch import (
@@ -280,12 +280,7 @@ class PartitionLog:
         LogAppendTime. A batch with such invalid records is refused whole, naming every one
         of them (RecordValidationError). Returns the records' largest timestamp."""
         config = self.config
-        rule = TimestampRule(
-            now_ms,
-            config.message_timestamp_before_max_ms,
-            config.message_timestamp_after_max_ms,
-        )
-        reject = False
+        reject = refused = False
         if config.log_append_time:
             low, high = INT64_MIN, INT64_MAX
         else:
@@ -298,7 +293,6 @@ class PartitionLog:
             stamp = header.max_timestamp
             refused = config.log_append_time or stamp == NO_TIMESTAMP
             reject = refused or not low <= stamp <= high
-            rule = replace(rule, log_append_time_refused=refused, batch_timestamp=stamp)
             low, high = INT64_MIN, INT64_MAX
         data: bytes | memoryview | None = memoryview(records)[HEADER_SIZE:]
         if header.codec:
@@ -328,6 +322,13 @@ class PartitionLog:
                 Errors.INVALID_RECORD, f"Found invalid record structure: {exc}"
             ) from None
         if problems:
+            rule = TimestampRule(
+                now_ms,
+                config.message_timestamp_before_max_ms,
+                config.message_timestamp_after_max_ms,
+                refused,
+                header.max_timestamp if header.log_append_time else None,
+            )
             raise record_validation_error(problems, self.dir.name, header.base_offset, rule)
         return max_timestamp
 

@@ -490,13 +490,14 @@ validate_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             goto fail;
         }
         int problem = 0;
-        if (key_required && key_size < 0) {
+        if (__builtin_expect(key_required && key_size < 0, 0)) {
             problem = 1;
-        } else if (reject_timestamps ||
-                   (timestamp != -1 && (timestamp < low || timestamp > high))) {
+        } else if (__builtin_expect(reject_timestamps || (timestamp != -1 &&
+                                                          (timestamp < low || timestamp > high)),
+                                    0)) {
             problem = 2;
         }
-        if (problem) {
+        if (__builtin_expect(problem, 0)) {
             if (problems == NULL && (problems = PyList_New(0)) == NULL) {
                 goto fail;
             }
