@@ -423,11 +423,12 @@ class Controller:
 
         Kafka's controller writes one record per new partition into a batch bounded at
         10,000 records; Brook applies MAX_PARTITIONS_PER_BATCH to the request as a whole, with
-        the message CreateTopics uses, so nothing is created when it is exceeded."""
+        the message CreateTopics uses, so nothing is created when it is exceeded. Internal
+        topics, refused on their own, add nothing."""
         total = 0
         for name, count, _ in requests:
             topic = self.image.topics.get(name)
-            if topic is not None and count > len(topic.partitions):
+            if topic is not None and not is_internal(name) and count > len(topic.partitions):
                 total += count - len(topic.partitions)
         return total
 
