@@ -175,8 +175,8 @@ class Broker:
     # Checkpoints are snapshotted here and written (with their fsyncs) on a worker thread.
     async def _checkpoint_hw(self) -> None:
         files = self.log_manager.high_watermark_files(self.replica_manager.high_watermarks())
-        await asyncio.to_thread(LogManager.write_checkpoints, files)
+        await asyncio.to_thread(self.log_manager.write_checkpoints, files)
 
     async def _checkpoint_recovery(self) -> None:
         files = self.log_manager.recovery_checkpoint_files()
-        await asyncio.to_thread(LogManager.write_checkpoints, files)
+        await asyncio.to_thread(self.log_manager.write_checkpoints, files)
