@@ -6,9 +6,21 @@ import random
 import re
 from collections.abc import Sequence
 
+from .records import METADATA_TOPIC
+
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__cluster_metadata"})
+# Names no client may create: the metadata log's own partition lives under this one.
+RESERVED_TOPICS = frozenset({METADATA_TOPIC})
+
+
+def reserved_topic_error(name: str) -> str | None:
+    """Why ``name`` may not be created by a client (Kafka's ControllerApis answers it with
+    INVALID_REQUEST), or None."""
+    if name in RESERVED_TOPICS:
+        return f"Creation of internal topic {name} is prohibited."
+    return None
 
 
 def topic_name_error(name: str) -> str | None:
