@@ -6,7 +6,8 @@ loop device for a read-only filesystem (errors=remount-ro) and for fsyncs failin
 Each time the broker answers KAFKA_STORAGE_ERROR, acknowledges nothing after the failure, and
 after a restart with room again serves every acknowledged record exactly once at its offset,
 nothing else, and gives new records new offsets. Topic creation and metadata changes on a full
-disk fail with KAFKA_STORAGE_ERROR and commit nothing.
+disk fail with KAFKA_STORAGE_ERROR and commit nothing. With two log directories, the healthy
+one keeps serving.
 
 ``mount -o remount,ro`` itself is refused (EBUSY) while any file is open for writing, as the
 broker's segments are, so it is exercised on a stopped broker, which must then refuse to
@@ -105,9 +106,9 @@ class Recorder:
     """Produces numbered records with confluent-kafka (acks=all, no retries) and records
     every acknowledgement and every error, in the order the producer reports them."""
 
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+    def __init__(self, bootstrap: str, topic: str, partitions: int | list[int]) -> None:
         self.topic = topic
-        self.partitions = partitions
+        self.partitions = list(range(partitions)) if isinstance(partitions, int) else partitions
         self.acked: Acked = {}
         self.acked_seqs: list[int] = []
         self.errors: list[tuple[int, int]] = []  # (sequence number, error code)
@@ -140,7 +141,10 @@ class Recorder:
             while True:
                 try:
                     self.producer.produce(
-                        self.topic, value, partition=seq % self.partitions, on_delivery=self._report
+                        self.topic,
+                        value,
+                        partition=self.partitions[seq % len(self.partitions)],
+                        on_delivery=self._report,
                     )
                     break
                 except BufferError:
@@ -230,6 +234,44 @@ def test_full_disk_acknowledges_nothing_after_the_failure_and_loses_nothing(
             _run("mount", "-o", "remount,size=64m", str(disk))
             broker.start()
             _check_after_restart(broker, topic, partitions, recorder.acked)
+
+
+def test_a_full_directory_leaves_the_other_directories_serving(tmp_path: Path) -> None:
+    """Two log directories, the metadata log in the first: when the second fills up, its
+    partitions answer KAFKA_STORAGE_ERROR while the first keeps taking records and topics."""
+    topic = "spread"
+    with tmpfs(tmp_path / "d0", "16m") as d0, tmpfs(tmp_path / "d1", "2m") as d1:
+        broker = BrookProcess(d0, {"log.dirs": f"{d0},{d1}"})
+        with broker:
+            with RawClient(broker.bootstrap) as c:
+                create_topic(c, topic, partitions=2)
+            full = next(p for p in (0, 1) if (d1 / f"{topic}-{p}").exists())
+            healthy = 1 - full
+            assert (d0 / f"{topic}-{healthy}").exists()
+            recorder = Recorder(broker.bootstrap, topic, [full])
+            first_after = recorder.until_refused()
+            recorder.send(30)
+            recorder.close()
+            assert ClientError.KAFKA_STORAGE_ERROR in _errors_seen(recorder), recorder.errors
+            assert [s for s in recorder.acked_seqs if s >= first_after] == []
+            assert len(recorder.acked) > 500
+            with RawClient(broker.bootstrap) as c:
+                resp = produce(c, topic, healthy, build_simple_batch([b"still"]))
+                assert resp.responses[0].partition_responses[0].error_code == 0
+                assert _create(c, "new", partitions=2).error_code == 0
+                assert (d0 / "new-0").exists() and (d0 / "new-1").exists()
+                resp = produce(c, "new", 1, build_simple_batch([b"fresh"]))
+                assert resp.responses[0].partition_responses[0].error_code == 0
+            assert broker.stop() == 0
+            assert (d0 / ".kafka_cleanshutdown").exists()
+            assert not (d1 / ".kafka_cleanshutdown").exists()
+
+            _run("mount", "-o", "remount,size=64m", str(d1))
+            broker.start()
+            with RawClient(broker.bootstrap) as c:
+                stored = _stored(c, topic, 2)
+                assert {k: v for k, v in stored.items() if k[0] == full} == recorder.acked
+                assert stored[(healthy, 0)] == b"still"
 
 
 def test_full_metadata_log_commits_nothing_after_the_failure(tmp_path: Path) -> None:
