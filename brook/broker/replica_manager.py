@@ -77,8 +77,25 @@ class ReplicaManager:
     def startup(self) -> None:
         self._checkpointed_hw = self.log_manager.read_high_watermarks()
         self._set_aside_stray_logs()
+        # A log directory that failed to load may hold logs of partitions assigned here: a
+        # fresh, empty log for one of them elsewhere would hand its offsets out again.
+        unloaded = self.log_manager.failures.offline_dirs()
         for topic in self.image.topics.values():
             for info in topic.partitions.values():
+                tp = (topic.name, info.partition)
+                if (
+                    unloaded
+                    and self.node_id in info.replicas
+                    and self.log_manager.get_log(*tp) is None
+                ):
+                    log.error(
+                        "partition %s-%d is offline: its log may be in the log directories that "
+                        "failed to load (%s)",
+                        *tp,
+                        ", ".join(map(str, unloaded)),
+                    )
+                    self.offline[tp] = Errors.KAFKA_STORAGE_ERROR
+                    continue
                 self._apply_partition(topic.name, info)
 
     def shutdown(self) -> None:

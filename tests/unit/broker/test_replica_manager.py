@@ -205,3 +205,49 @@ def test_startup_sets_aside_a_log_of_another_topic_id(tmp_path: Path) -> None:
     assert partition.log.topic_id == T1 and partition.log.log_end_offset == 0
     assert [p.name for p in tmp_path.glob("t-0.*-stray")] != []
     rm.shutdown()
+
+
+def test_partitions_whose_logs_may_be_in_an_unloaded_directory_stay_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory failed to load at start: a partition with no log in the others is not
+    given a fresh empty log (it would hand out its offsets again), it is offline."""
+    dirs = [str(tmp_path / "d0"), str(tmp_path / "d1")]
+    config = parse_server_config({"log.dirs": ",".join(dirs)})
+    manager = LogManager(dirs, topic_defaults(config))
+    manager.startup()
+    for p in (0, 1):
+        plog = manager.get_or_create_log("t", p, LogConfig.from_topic_config({}), T1)
+        plog.append_as_leader(build_simple_batch([b"kept"], timestamp=NOW), 0, NOW)
+    lost = next(p for p in (0, 1) if (tmp_path / "d1" / f"t-{p}").exists())
+    manager.shutdown()
+
+    image = MetadataImage()
+    image.apply_all(
+        enumerate(
+            [
+                RegisterBrokerRecord(1, "a", 0, (Endpoint("PLAINTEXT", "h", 1),)),
+                TopicRecord("t", T1),
+                PartitionRecord(T1, 0, (1,), (1,), 1),
+                PartitionRecord(T1, 1, (1,), (1,), 1),
+            ]
+        )
+    )
+    restarted = LogManager(dirs, topic_defaults(config))
+    real_listdir = os.listdir
+
+    def listdir(path: str | Path) -> list[str]:
+        if str(path) == dirs[1]:
+            raise OSError(errno.EIO, "Input/output error")
+        return real_listdir(path)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "listdir", listdir)
+        restarted.startup()
+    rm = ReplicaManager(1, config, restarted, image)
+    rm.startup()
+    assert rm.leader_partition("t", lost) == (None, Errors.KAFKA_STORAGE_ERROR)
+    assert rm.partitions[("t", 1 - lost)].log.log_end_offset == 1
+    assert not (tmp_path / "d0" / f"t-{lost}").exists()
+    rm.shutdown()
+    restarted.shutdown()
