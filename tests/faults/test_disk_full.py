@@ -7,7 +7,7 @@ Each time the broker answers KAFKA_STORAGE_ERROR, acknowledges nothing after the
 after a restart with room again serves every acknowledged record exactly once at its offset,
 nothing else, and gives new records new offsets. Topic creation and metadata changes on a full
 disk fail with KAFKA_STORAGE_ERROR and commit nothing. With two log directories, the healthy
-one keeps serving.
+one keeps serving. Group offsets the coordinator could not write are not acknowledged.
 
 ``mount -o remount,ro`` itself is refused (EBUSY) while any file is open for writing, as the
 broker's segments are, so it is exercised on a stopped broker, which must then refuse to
@@ -26,6 +26,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import KafkaError as ClientError
 from confluent_kafka import Producer
+from integration.groups.group_support import OVERRIDES as GROUP_OVERRIDES
+from integration.groups.group_support import commit, committed, ready
 from rawclient import RawClient, create_topic, fetch, produce
 from support import BrookProcess
 
@@ -311,6 +313,35 @@ def test_full_metadata_log_commits_nothing_after_the_failure(tmp_path: Path) -> 
                 assert _create(c, "after-failure").error_code == 0
                 resp = produce(c, topic, 0, build_simple_batch([b"new"]))
                 assert resp.responses[0].partition_responses[0].base_offset == len(records)
+
+
+def test_group_offsets_on_a_full_disk(tmp_path: Path) -> None:
+    """The group coordinator's writes to __consumer_offsets: a commit that cannot be written
+    answers NOT_COORDINATOR (Kafka's mapping of KAFKA_STORAGE_ERROR), and after a restart the
+    group has the last offset acknowledged."""
+    overrides = {**GROUP_OVERRIDES, "offsets.topic.num.partitions": "1"}
+    with tmpfs(tmp_path / "disk", "16m") as disk:
+        broker = BrookProcess(disk, overrides)
+        with broker:
+            with RawClient(broker.bootstrap) as c:
+                create_topic(c, "t")
+                ready(c, "g")
+                assert commit(c, "g", {("t", 0): (5, "m" * 500)}) == {("t", 0): 0}
+                filler = _fill(disk)
+                acked, code = 5, 0
+                for offset in range(6, 2000):
+                    code = commit(c, "g", {("t", 0): (offset, "m" * 500)})[("t", 0)]
+                    if code:
+                        break
+                    acked = offset
+                assert code == Errors.NOT_COORDINATOR, code
+                assert commit(c, "g", {("t", 0): (99999, None)})[("t", 0)] != 0
+            assert broker.stop() == 0
+            filler.unlink()
+            broker.start()
+            with RawClient(broker.bootstrap) as c:
+                ready(c, "g")
+                assert committed(c, "g")[("t", 0)][0] == acked
 
 
 def test_topic_creation_on_a_full_disk_commits_nothing(tmp_path: Path) -> None:
