@@ -115,9 +115,12 @@ class Broker:
         self.metadata.add_listener(self.replica_manager.on_metadata_changes)
         self.metadata.set_preparer(self.replica_manager.prepare_logs)
         loop = asyncio.get_running_loop()
-        self.log_manager.failures.set_handler(
-            lambda directory: loop.call_soon_threadsafe(self._on_log_dir_failure, directory)
-        )
+
+        def on_failure(directory: Path) -> None:  # on whichever thread failed
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the node is gone
+                loop.call_soon_threadsafe(self._on_log_dir_failure, directory)
+
+        self.log_manager.failures.set_handler(on_failure)
         client_listeners = [
             lst
             for lst in self.listeners
