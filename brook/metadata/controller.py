@@ -30,7 +30,13 @@ from .records import (
     RemoveTopicRecord,
     TopicRecord,
 )
-from .topics import collision_key, is_internal, place_replicas, topic_name_error
+from .topics import (
+    collision_key,
+    is_internal,
+    place_replicas,
+    reserved_topic_error,
+    topic_name_error,
+)
 
 PRODUCER_ID_BLOCK = 1000
 ZERO_UUID = uuid.UUID(int=0)
@@ -139,6 +145,10 @@ class Controller:
                 result.error_message = f"Duplicate topic name {spec.name} in the request."
                 continue
             seen.add(spec.name)
+            reserved = reserved_topic_error(spec.name)
+            if reserved:
+                result.error_code, result.error_message = Errors.INVALID_REQUEST, reserved
+                continue
             plan = self._plan_topic(spec, live, result)
             if plan is None:
                 continue

@@ -107,8 +107,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return None
     delay_ms = broker.fault_produce_delay_ms
     needs_flush = [
-        p
-        for p, _, a in appended
+        (p, r)
+        for p, r, a in appended
         if not a.duplicate and p.log.unflushed_messages() >= p.log.config.flush_messages
     ]
     waits = []
@@ -146,12 +146,24 @@ async def _complete(
     topics: list[tuple[str | uuid.UUID, list[PartitionProduceResult]]],
     hints: list[tuple[int, str, int, str | None]],
     waits: list[tuple[PartitionProduceResult, asyncio.Future[None]]],
-    needs_flush: list[Partition],
+    needs_flush: list[tuple[Partition, PartitionProduceResult]],
     timeout_ms: Any,
     delay_ms: int,
 ) -> bytes:
     if needs_flush:
-        await asyncio.gather(*(asyncio.to_thread(p.log.flush) for p in needs_flush))
+        flushed = await asyncio.gather(
+            *(asyncio.to_thread(p.log.flush) for p, _ in needs_flush), return_exceptions=True
+        )
+        for (_, result), outcome in zip(needs_flush, flushed, strict=True):
+            if isinstance(outcome, BaseException):
+                # Not durable as flush.messages asks: not acknowledged (KAFKA_STORAGE_ERROR).
+                if not isinstance(outcome, KafkaError):
+                    outcome = KafkaError(Errors.UNKNOWN_SERVER_ERROR, str(outcome))
+                result.error_code, result.error_message = outcome.code, outcome.message
+                result.base_offset = -1
+                for failed in [f for r, f in waits if r is result]:
+                    failed.cancel()
+                waits = [(r, f) for r, f in waits if r is not result]
     if waits:
         timeout = _ms(timeout_ms) / 1000
         done, _pending = await asyncio.wait([f for _, f in waits], timeout=max(timeout, 0))

@@ -10,7 +10,12 @@ import pytest
 from brook.config.server import parse_server_config
 from brook.metadata.controller import ConfigOp, Controller, CreateTopicSpec, OpType
 from brook.metadata.image import MetadataImage
-from brook.metadata.records import ConfigResourceType, Endpoint, RegisterBrokerRecord
+from brook.metadata.records import (
+    ConfigResourceType,
+    Endpoint,
+    RegisterBrokerRecord,
+    TopicRecord,
+)
 from brook.metadata.topics import place_replicas, topic_name_error
 from brook.protocol.errors import Errors
 
@@ -275,3 +280,22 @@ def test_create_partitions_beyond_ten_thousand_new_partitions_refuses_the_reques
     d = c.create_partitions([("t", 5002, None), ("u", 5002, None)], validate_only)
     assert [o.error_code for o in d.results] == [0, 0]
     assert len(d.records) == (0 if validate_only else 10_000)
+
+
+@pytest.mark.parametrize("validate_only", [False, True])
+def test_the_metadata_topic_name_is_refused(validate_only: bool) -> None:
+    """As Kafka's ControllerApis: INVALID_REQUEST, and nothing to commit (the name is the
+    metadata log's own directory: a topic under it could never have a log of its own)."""
+    c = _cluster(1)
+    d = c.create_topics(
+        [CreateTopicSpec("__cluster_metadata", 1, 1), CreateTopicSpec("fine", 1, 1)],
+        validate_only,
+    )
+    refused, fine = d.results
+    assert (refused.error_code, refused.error_message) == (
+        Errors.INVALID_REQUEST,
+        "Creation of internal topic __cluster_metadata is prohibited.",
+    )
+    assert fine.ok
+    topics = [r.name for r in d.records if isinstance(r, TopicRecord)]
+    assert topics == ([] if validate_only else ["fine"])
