@@ -168,6 +168,12 @@ class Partition:
         """New data past the HW matters to followers; wake long-polling fetchers."""
         self._wake_fetchers()
 
+    def mark_offline(self) -> None:
+        """The log's directory failed: this replica leads nothing any more, and produces
+        still waiting for acks=all fail with KAFKA_STORAGE_ERROR instead of being acked."""
+        self.leader_id = -1
+        self.close(Errors.KAFKA_STORAGE_ERROR)
+
     def close(self, code: int = Errors.NOT_LEADER_OR_FOLLOWER) -> None:
         self._fail_ack_waiters(code)
         self._wake_fetchers()

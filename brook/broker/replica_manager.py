@@ -2,16 +2,22 @@
 says, with their high watermarks checkpointed.
 
 Request handlers reach partitions only through here, and nothing here knows whether the
-cluster has one node or many: leadership and the ISR come from the metadata image.
+cluster has one node or many: leadership and the ISR come from the metadata image. A
+partition whose log directory failed, or whose log could not be opened, is offline (Kafka's
+``HostedPartition.Offline``): requests for it get KAFKA_STORAGE_ERROR until the node restarts.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 from brook.config.defs import Config
+from brook.config.topic import TOPIC_CONFIG, effective_topic_config
+from brook.log.config import LogConfig
 from brook.log.manager import LogManager
 from brook.metadata.image import (
     Change,
@@ -21,8 +27,15 @@ from brook.metadata.image import (
     PartitionInfo,
     TopicRemoved,
 )
-from brook.metadata.records import METADATA_TOPIC, ConfigResourceType
-from brook.protocol.errors import Errors
+from brook.metadata.records import (
+    METADATA_TOPIC,
+    ConfigRecord,
+    ConfigResourceType,
+    MetadataRecord,
+    PartitionRecord,
+    TopicRecord,
+)
+from brook.protocol.errors import Errors, KafkaError
 
 from . import topic_config
 from .partition import Partition
@@ -48,6 +61,8 @@ class ReplicaManager:
         self.log_manager = log_manager
         self.image = image
         self.partitions: dict[TopicPartition, Partition] = {}
+        # partitions assigned here that cannot be served, with the error requests get
+        self.offline: dict[TopicPartition, int] = {}
         self._checkpointed_hw: dict[TopicPartition, int] = {}
         self._leadership_listeners: list[LeadershipListener] = []
 
@@ -61,10 +76,27 @@ class ReplicaManager:
     # ------------------------------------------------------------------ lifecycle
     def startup(self) -> None:
         self._checkpointed_hw = self.log_manager.read_high_watermarks()
+        self._set_aside_stray_logs()
+        # A log directory that failed to load may hold logs of partitions assigned here: a
+        # fresh, empty log for one of them elsewhere would hand its offsets out again.
+        unloaded = self.log_manager.failures.offline_dirs()
         for topic in self.image.topics.values():
             for info in topic.partitions.values():
+                tp = (topic.name, info.partition)
+                if (
+                    unloaded
+                    and self.node_id in info.replicas
+                    and self.log_manager.get_log(*tp) is None
+                ):
+                    log.error(
+                        "partition %s-%d is offline: its log may be in the log directories that "
+                        "failed to load (%s)",
+                        *tp,
+                        ", ".join(map(str, unloaded)),
+                    )
+                    self.offline[tp] = Errors.KAFKA_STORAGE_ERROR
+                    continue
                 self._apply_partition(topic.name, info)
-        self._remove_stray_logs()
 
     def shutdown(self) -> None:
         self.checkpoint_high_watermarks()
@@ -79,13 +111,29 @@ class ReplicaManager:
     def high_watermarks(self) -> dict[TopicPartition, int]:
         return {tp: p.high_watermark for tp, p in self.partitions.items()}
 
-    def _remove_stray_logs(self) -> None:
+    def _set_aside_stray_logs(self) -> None:
+        """Kafka's stray logs: those of partitions the image does not assign to this broker,
+        or that belong to another topic id than the image's (a topic deleted and created
+        again). Moved aside, not deleted: see ``LogManager.set_aside_stray_log``."""
         for plog in list(self.log_manager.logs()):
-            tp = (plog.topic, plog.partition)
-            if plog.topic == METADATA_TOPIC or tp in self.partitions:
+            if plog.topic == METADATA_TOPIC:
                 continue
-            log.info("deleting stray log %s-%d (not assigned to this broker)", *tp)
-            self.log_manager.delete_log(*tp)
+            topic = self.image.topics.get(plog.topic)
+            info = topic.partitions.get(plog.partition) if topic is not None else None
+            if info is not None and self.node_id in info.replicas:
+                if plog.topic_id is None or plog.topic_id == info.topic_id:
+                    continue
+                why = f"it belongs to topic id {plog.topic_id}, not {info.topic_id}"
+            else:
+                why = "the metadata does not assign it to this broker"
+            try:
+                aside = self.log_manager.set_aside_stray_log(plog.topic, plog.partition)
+            except KafkaError:
+                continue  # its directory is offline: it stays as it is
+            if aside is None:
+                log.info("deleted the empty stray log %s (%s)", plog.dir.name, why)
+            else:
+                log.warning("moved the stray log %s aside to %s (%s)", plog.dir.name, aside, why)
 
     # ------------------------------------------------------------------ metadata
     def on_metadata_changes(self, changes: Iterable[Change]) -> None:
@@ -100,14 +148,26 @@ class ReplicaManager:
 
     def _apply_partition(self, topic: str, info: PartitionInfo) -> None:
         tp = (topic, info.partition)
+        if topic == METADATA_TOPIC:
+            return  # the metadata log is the quorum's, never a partition served here
         if self.node_id not in info.replicas:
-            if tp in self.partitions:
+            if tp in self.partitions or tp in self.offline:
                 self._remove(tp)
+            return
+        if tp in self.offline:
             return
         partition = self.partitions.get(tp)
         if partition is None:
             config = topic_config.log_config(self.server_config, self.image, self.node_id, topic)
-            plog = self.log_manager.get_or_create_log(topic, info.partition, config, info.topic_id)
+            try:
+                plog = self.log_manager.get_or_create_log(
+                    topic, info.partition, config, info.topic_id
+                )
+            except KafkaError as exc:
+                # Kafka marks the partition offline and goes on with the others.
+                log.error("partition %s-%d cannot be hosted: %s", topic, info.partition, exc)
+                self.offline[tp] = exc.code
+                return
             hw = self._checkpointed_hw.get(tp, 0)
             partition = Partition(
                 topic,
@@ -126,13 +186,17 @@ class ReplicaManager:
             self._notify_leadership(partition, partition.is_leader)
 
     def _remove(self, tp: TopicPartition) -> None:
+        self.offline.pop(tp, None)
         partition = self.partitions.pop(tp, None)
         if partition is None:
             return
         if partition.is_leader:
             self._notify_leadership(partition, False)
         partition.close(Errors.NOT_LEADER_OR_FOLLOWER)
-        self.log_manager.delete_log(*tp)
+        try:
+            self.log_manager.delete_log(*tp)
+        except KafkaError as exc:  # the directory went offline; the next start sets it aside
+            log.error("could not delete the log of %s-%d: %s", *tp, exc)
 
     def _reload_configs(self, change: ConfigChanged) -> None:
         if change.resource_type == ConfigResourceType.TOPIC:
@@ -148,12 +212,83 @@ class ReplicaManager:
                 )
             )
 
+    # ------------------------------------------------------------------ failures
+    def on_log_dir_failure(self, directory: Path) -> list[TopicPartition]:
+        """Stop serving the partitions whose logs are in a failed directory (Kafka's
+        ``handleLogDirFailure``): requests for them get KAFKA_STORAGE_ERROR, acks=all
+        waiters fail, group coordinators let go of them. Returns them."""
+        gone = self.log_manager.handle_dir_failure(directory)
+        for tp in gone:
+            if tp[0] == METADATA_TOPIC:
+                continue
+            self.offline[tp] = Errors.KAFKA_STORAGE_ERROR
+            partition = self.partitions.pop(tp, None)
+            if partition is None:
+                continue
+            if partition.is_leader:
+                self._notify_leadership(partition, False)
+            partition.mark_offline()
+        return gone
+
+    # ------------------------------------------------------------------ log creation
+    def prepare_logs(self, records: Sequence[MetadataRecord]) -> Callable[[], None]:
+        """Create the logs of the new partitions ``records`` assign to this broker, before
+        the records are committed, so that a topic whose logs cannot be created is never
+        committed (KAFKA_STORAGE_ERROR is raised and nothing is left). Returns the undo for
+        a commit that then fails."""
+        names = {r.topic_id: r.name for r in records if isinstance(r, TopicRecord)}
+        created: list[TopicPartition] = []
+
+        def undo() -> None:
+            for tp in created:
+                if tp not in self.partitions:
+                    self.log_manager.discard_new_log(*tp)
+
+        try:
+            for record in records:
+                if not isinstance(record, PartitionRecord) or self.node_id not in record.replicas:
+                    continue
+                name = names.get(record.topic_id) or self._topic_name(record.topic_id)
+                if name is None or self.log_manager.get_log(name, record.partition_id):
+                    continue
+                config = self._pending_log_config(name, records)
+                self.log_manager.get_or_create_log(
+                    name, record.partition_id, config, record.topic_id
+                )
+                created.append((name, record.partition_id))
+        except KafkaError:
+            undo()
+            raise
+        return undo
+
+    def _topic_name(self, topic_id: uuid.UUID) -> str | None:
+        topic = self.image.topics_by_id.get(topic_id)
+        return topic.name if topic is not None else None
+
+    def _pending_log_config(self, topic: str, records: Sequence[MetadataRecord]) -> LogConfig:
+        """The topic's log config once ``records`` (its new config overrides) apply."""
+        overrides = topic_config.topic_overrides(self.image, topic)
+        for record in records:
+            if (
+                isinstance(record, ConfigRecord)
+                and record.resource_type == ConfigResourceType.TOPIC
+                and record.resource_name == topic
+                and record.value is not None
+                and record.name in TOPIC_CONFIG
+            ):
+                overrides[record.name] = TOPIC_CONFIG.parse_one(record.name, record.value)
+        defaults = topic_config.broker_defaults(self.server_config, self.image, self.node_id)
+        return LogConfig.from_topic_config(effective_topic_config(overrides, defaults))
+
     # ------------------------------------------------------------------ lookups
     def leader_partition(self, topic: str, index: int) -> tuple[Partition | None, int]:
         """The partition if this broker leads it, else the error a client should get."""
         partition = self.partitions.get((topic, index))
         if partition is not None and partition.is_leader:
             return partition, Errors.NONE
+        offline = self.offline.get((topic, index))
+        if offline is not None:
+            return None, offline
         if self.image.partition(topic, index) is None:
             return None, Errors.UNKNOWN_TOPIC_OR_PARTITION
         return None, Errors.NOT_LEADER_OR_FOLLOWER

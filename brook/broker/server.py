@@ -11,6 +11,7 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from brook.config.defs import Config
@@ -31,7 +32,7 @@ from brook.metadata.loader import MetadataLoader
 from brook.metadata.quorum import LocalQuorum
 from brook.metadata.quorum_controller import QuorumController
 from brook.metadata.records import METADATA_TOPIC, METADATA_TOPIC_ID, Endpoint
-from brook.protocol.errors import Errors
+from brook.protocol.errors import Errors, KafkaError
 
 from . import handlers  # noqa: F401  (registers every API handler)
 from .fetch_session import FetchSessionCache
@@ -128,9 +129,22 @@ class Broker:
             may_self_format=is_sole_voter(self.config),
         )
         self.log_manager.startup()
+        offline = self.log_manager.failures.offline_dirs()
+        if offline and self.log_manager.get_log(METADATA_TOPIC, 0) is None:
+            # The metadata log may be in a directory that failed to load: starting a new one
+            # elsewhere would forget every topic (and set their logs aside as strays).
+            raise OSError(
+                "the metadata log is not in any log directory that loaded, and some failed: "
+                + "; ".join(offline.values())
+            )
         meta_log = self.log_manager.get_or_create_log(
             METADATA_TOPIC, 0, LogConfig.from_topic_config(METADATA_LOG_CONFIG), METADATA_TOPIC_ID
         )
+        if offline:
+            log.error(
+                "serving without the offline log directories %s; restart once they are repaired",
+                ", ".join(map(str, offline)),
+            )
         self.quorum = LocalQuorum(meta_log, self.node_id, self.clock)
         self.quorum.register_listener(self.loader)
         self.quorum_controller = QuorumController(
@@ -159,6 +173,14 @@ class Broker:
         self.group_coordinator.start()
         self.replica_manager.startup()
         self.loader.add_publisher(self.replica_manager.on_metadata_changes)
+        self.quorum_controller.set_preparer(self.replica_manager.prepare_logs)
+        loop = asyncio.get_running_loop()
+
+        def on_failure(directory: Path) -> None:  # on whichever thread failed
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the node is gone
+                loop.call_soon_threadsafe(self._on_log_dir_failure, directory)
+
+        self.log_manager.failures.set_handler(on_failure)
         client_listeners = [
             lst
             for lst in self.listeners
@@ -189,6 +211,25 @@ class Broker:
         self._start_background()
         log.info("Brook node %d started (cluster %s)", self.node_id, self.cluster_id)
 
+    def _on_log_dir_failure(self, directory: Path) -> None:
+        """A log directory went offline (Kafka's LogDirFailureHandler). Kafka halts when the
+        metadata log's directory or the last directory fails; Brook stays up and answers
+        KAFKA_STORAGE_ERROR for what it can no longer do (see docs/design.md)."""
+        self.replica_manager.on_log_dir_failure(directory)
+        if self.quorum.log.log_dir == directory:
+            log.error(
+                "The metadata log's directory %s is offline: this node takes no more metadata "
+                "changes (topic creation and deletion, configs, producer ids); restart it once "
+                "the directory is repaired",
+                directory,
+            )
+        if not self.log_manager.online_dirs():
+            log.error(
+                "Every log directory is offline (%s): this node takes no more writes; it keeps "
+                "answering with KAFKA_STORAGE_ERROR until it is restarted",
+                ", ".join(map(str, self.log_manager.log_dirs)),
+            )
+
     def bound_port(self, listener: str | None = None) -> int:
         name = listener or next(iter(self.socket_server.bound))
         return self.socket_server.bound[name][1]
@@ -203,7 +244,16 @@ class Broker:
         await self.group_coordinator.stop()
         self.replica_manager.shutdown()
         self.log_manager.shutdown()
-        log.info("Brook node %d stopped cleanly", self.node_id)
+        offline = self.log_manager.failures.offline_dirs()
+        if offline:
+            log.warning(
+                "Brook node %d stopped; the offline log directories %s are recovered at the "
+                "next start, as after a crash",
+                self.node_id,
+                ", ".join(map(str, offline)),
+            )
+        else:
+            log.info("Brook node %d stopped cleanly", self.node_id)
 
     # ------------------------------------------------------------------ background work
     def _start_background(self) -> None:
@@ -234,7 +284,8 @@ class Broker:
 
     async def _flush_due(self) -> None:
         for plog in self.log_manager.flush_due(_now_ms()):
-            await asyncio.to_thread(plog.flush)
+            with contextlib.suppress(KafkaError):  # its directory is offline now
+                await asyncio.to_thread(plog.flush)
 
     async def _retention(self) -> None:
         deleted = self.replica_manager.run_retention()
@@ -247,8 +298,8 @@ class Broker:
     # Checkpoints are snapshotted here and written (with their fsyncs) on a worker thread.
     async def _checkpoint_hw(self) -> None:
         files = self.log_manager.high_watermark_files(self.replica_manager.high_watermarks())
-        await asyncio.to_thread(LogManager.write_checkpoints, files)
+        await asyncio.to_thread(self.log_manager.write_checkpoints, files)
 
     async def _checkpoint_recovery(self) -> None:
         files = self.log_manager.recovery_checkpoint_files()
-        await asyncio.to_thread(LogManager.write_checkpoints, files)
+        await asyncio.to_thread(self.log_manager.write_checkpoints, files)

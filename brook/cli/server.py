@@ -16,6 +16,7 @@ from pathlib import Path
 
 from brook.config.defs import ConfigError, load_properties
 from brook.config.server import parse_server_config
+from brook.protocol.errors import KafkaError
 
 
 def _parse_args(argv: list[str]) -> argparse.Namespace:
@@ -78,7 +79,7 @@ async def _run(config: object) -> int:
         loop.add_signal_handler(sig, stop.set)
     try:
         await broker.start()
-    except OSError as exc:
+    except (OSError, KafkaError) as exc:  # KafkaError: KAFKA_STORAGE_ERROR from a log directory
         logging.getLogger("brook").error("cannot start: %s", exc)
         return 1
     await stop.wait()

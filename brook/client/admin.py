@@ -804,8 +804,11 @@ class Admin:
     def __init__(self, config: Mapping[str, Any]) -> None:
         self._admin = AsyncAdmin(config)
         _sync.run(self._admin.start())
+        # Left open at interpreter exit: closed (it holds nothing but connections).
+        self._exit_key = _sync.on_exit(self._admin.close)
 
     def close(self) -> None:
+        _sync.forget_on_exit(self._exit_key)
         _sync.run(self._admin.close())
 
     def __enter__(self) -> Admin:

@@ -5,6 +5,7 @@ trimmed by retention and flushed. Batches stay opaque bytes apart from their 61-
 
 from __future__ import annotations
 
+import functools
 import shutil
 import threading
 import time
@@ -13,6 +14,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 from brook.protocol.batch import (
     CONTROL_BIT,
@@ -30,23 +32,21 @@ from brook.protocol.batch import (
 from brook.protocol.compression import CompressionError, decompress_bounded
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.primitives import INT64_MAX, INT64_MIN
-from brook.protocol.records import RECORD_BAD_TIMESTAMP, RECORD_NULL_KEY, validate_records
+from brook.protocol.records import validate_records
 
 from .checkpoints import CheckpointError, PartitionMetadataFile, fsync_path
 from .config import LogConfig
+from .dir_failure import LogDirFailureChannel, offline_error
 from .epoch_cache import LeaderEpochCache
 from .loader import LogLoader
 from .producer_state import ProducerStateManager
+from .record_errors import TIMESTAMPS_REJECTED, TimestampRule, record_validation_error
 from .segment import LogSegment
 from .time_index import NO_TIMESTAMP
 
 # A compressed batch's records are checked when they decompress to at most this much (Kafka
 # streams them; holding more for the check would let a small batch exhaust memory).
 _MAX_CHECKED_PAYLOAD = 64 << 20
-
-
-def _timestamp_range(low: int, high: int) -> str:
-    return f"a record's timestamp is out of range: it should be within [{low}, {high}]"
 
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
@@ -56,6 +56,36 @@ _READ_CACHE_SIZE = 16
 
 def wall_clock_ms() -> int:
     return int(time.time() * 1000)
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _storage_io(
+    action: str,
+) -> Callable[
+    [Callable[Concatenate[PartitionLog, _P], _R]], Callable[Concatenate[PartitionLog, _P], _R]
+]:
+    """Kafka's ``maybeHandleIOException`` for a ``PartitionLog`` method: it refuses to run in
+    an offline log directory, and an I/O error takes the directory offline and surfaces as
+    KAFKA_STORAGE_ERROR ("Error while <action> <topic-partition> in dir <dir>")."""
+
+    def wrap(
+        method: Callable[Concatenate[PartitionLog, _P], _R],
+    ) -> Callable[Concatenate[PartitionLog, _P], _R]:
+        @functools.wraps(method)
+        def guarded(self: PartitionLog, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+            if self.failures.is_offline(self.log_dir):
+                raise offline_error(self.dir.name, self.log_dir)
+            try:
+                return method(self, *args, **kwargs)
+            except OSError as exc:
+                raise self.failures.fail(self.log_dir, f"{action} {self.dir.name}", exc) from exc
+
+        return guarded
+
+    return wrap
 
 
 def parse_topic_partition(name: str) -> tuple[str, int]:
@@ -85,7 +115,11 @@ class ReadResult:
 
 class PartitionLog:
     """Appends and truncation run on one thread (the event loop); ``flush`` may run on a
-    worker thread at the same time, so changes to the segment list take ``_lock``."""
+    worker thread at the same time, so changes to the segment list take ``_lock``.
+
+    Every method that touches the files goes through ``_storage_io``: once an I/O error has
+    taken the log directory offline (``failures``), the log neither reads nor writes again.
+    """
 
     def __init__(
         self,
@@ -97,8 +131,11 @@ class PartitionLog:
         recovery_point: int,
         epoch_cache: LeaderEpochCache,
         now: int,
+        failures: LogDirFailureChannel | None = None,
     ) -> None:
         self.dir = directory
+        self.log_dir = directory.parent
+        self.failures = failures or LogDirFailureChannel()
         self.topic, self.partition = parse_topic_partition(directory.name)
         self.config = config
         self.topic_id: uuid.UUID | None = None
@@ -130,8 +167,10 @@ class PartitionLog:
         had_clean_shutdown: bool = False,
         topic_id: uuid.UUID | None = None,
         now_ms: int | None = None,
+        failures: LogDirFailureChannel | None = None,
     ) -> PartitionLog:
-        """Load (recovering if needed) or create the log in ``dir``."""
+        """Load (recovering if needed) or create the log in ``dir``. An OSError here is the
+        caller's to report (the log manager takes the directory offline)."""
         directory = Path(dir)
         parse_topic_partition(directory.name)
         created = not directory.exists()
@@ -155,13 +194,19 @@ class PartitionLog:
             recovery_point=loaded.recovery_point,
             epoch_cache=epoch_cache,
             now=now,
+            failures=failures,
         )
         if created:
             plog._unsynced_paths.update((directory, directory.parent))
-        plog.assign_topic_id(topic_id)
-        plog._rebuild_producer_state()
+        try:
+            plog.assign_topic_id(topic_id)
+            plog._rebuild_producer_state()
+        except BaseException:
+            plog.close_files()
+            raise
         return plog
 
+    @_storage_io("writing partition.metadata of")
     def assign_topic_id(self, topic_id: uuid.UUID | None) -> None:
         """Check ``topic_id`` against partition.metadata, writing it if the file has none."""
         meta = PartitionMetadataFile(self.dir / PARTITION_METADATA)
@@ -185,6 +230,7 @@ class PartitionLog:
         self._segments[-1].reconfigure(config)
 
     # ------------------------------------------------------------------ appends
+    @_storage_io("appending records to")
     def append_as_leader(self, records: bytes, leader_epoch: int, now_ms: int) -> AppendResult:
         """Validate one client batch, give it the next offsets and ``leader_epoch``, write it.
 
@@ -226,12 +272,14 @@ class PartitionLog:
         segment = self._segments[-1]
         if segment.should_roll(size, max_timestamp, last, now_ms, config):
             segment = self._roll(now_ms)
-        segment.append(parts, size, last, max_timestamp)
-        # The epoch entry is written before the log end moves, so a flush that covers this
-        # batch also syncs the entry.
+        # The epoch entry is written before the batch (so a flush that covers the batch also
+        # syncs it), and the batch last: if any write fails, the batch's bytes are not left
+        # in the log (the segment rolls its own failed write back; an entry past the log end
+        # is dropped when the log is next opened).
         latest = self.epoch_cache.latest_epoch()
         if leader_epoch >= 0 and (latest is None or leader_epoch > latest):
             self.epoch_cache.assign(leader_epoch, base)
+        segment.append(parts, size, last, max_timestamp)
         self.log_end_offset = last + 1
         if header.producer_id >= 0:
             self.producer_state.update(header, base, max_timestamp)
@@ -277,22 +325,26 @@ class PartitionLog:
         return header, self._check_records(records, header, now_ms)
 
     def _check_records(self, records: bytes, header: BatchHeader, now_ms: int) -> int:
-        """Every record whole (INVALID_RECORD otherwise), keyed on a compacted topic, and
-        timestamped within message.timestamp.before/after.max.ms under CreateTime
-        (INVALID_TIMESTAMP); returns the records' largest timestamp."""
+        """Kafka's LogValidator over the records: every record whole (INVALID_RECORD for the
+        batch otherwise); then each record keyed on a compacted topic and timestamped within
+        message.timestamp.before/after.max.ms under CreateTime, a producer never stamping
+        LogAppendTime. A batch with such invalid records is refused whole, naming every one
+        of them (RecordValidationError). Returns the records' largest timestamp."""
         config = self.config
+        reject = refused = False
         if config.log_append_time:
-            if header.log_append_time:
-                raise KafkaError(
-                    Errors.INVALID_TIMESTAMP,
-                    "Invalid timestamp type in message: the producer should not set the "
-                    "timestamp type to LogAppendTime",
-                )
             low, high = INT64_MIN, INT64_MAX
         else:
             # The defaults are Long.MAX_VALUE: keep the bounds within int64.
             low = max(INT64_MIN, now_ms - config.message_timestamp_before_max_ms)
             high = min(INT64_MAX, now_ms + config.message_timestamp_after_max_ms)
+        if header.log_append_time:
+            # Every record of a LogAppendTime batch reads as its max timestamp: refused under
+            # a LogAppendTime topic or when it is none, else checked against the bounds.
+            stamp = header.max_timestamp
+            refused = config.log_append_time or stamp == NO_TIMESTAMP
+            reject = refused or not low <= stamp <= high
+            low, high = INT64_MIN, INT64_MAX
         data: bytes | memoryview | None = memoryview(records)[HEADER_SIZE:]
         if header.codec:
             try:
@@ -302,28 +354,36 @@ class PartitionLog:
             if data is None:
                 # Too big once decompressed to hold for the check: stored as sent, with the
                 # batch's own first and largest timestamps checked instead.
-                for stamp in (header.base_timestamp, header.max_timestamp):
-                    if stamp != NO_TIMESTAMP and not low <= stamp <= high:
-                        raise KafkaError(Errors.INVALID_TIMESTAMP, _timestamp_range(low, high))
+                stamps = (header.base_timestamp, header.max_timestamp)
+                if reject or any(s != NO_TIMESTAMP and not low <= s <= high for s in stamps):
+                    raise KafkaError(Errors.INVALID_TIMESTAMP, TIMESTAMPS_REJECTED)
                 return header.max_timestamp
         try:
-            flags, max_timestamp = validate_records(
-                data, header.records_count, header.base_timestamp, low, high
+            max_timestamp, problems = validate_records(
+                data,
+                header.records_count,
+                header.base_timestamp,
+                low,
+                high,
+                config.compacted,
+                reject,
             )
         except CorruptBatch as exc:
             raise KafkaError(
                 Errors.INVALID_RECORD, f"Found invalid record structure: {exc}"
             ) from None
-        if flags & RECORD_NULL_KEY and config.compacted:
-            raise KafkaError(
-                Errors.INVALID_RECORD,
-                "Compacted topic cannot accept message without key in topic partition "
-                f"{self.dir.name}.",
+        if problems:
+            rule = TimestampRule(
+                now_ms,
+                config.message_timestamp_before_max_ms,
+                config.message_timestamp_after_max_ms,
+                refused,
+                header.max_timestamp if header.log_append_time else None,
             )
-        if flags & RECORD_BAD_TIMESTAMP:
-            raise KafkaError(Errors.INVALID_TIMESTAMP, _timestamp_range(low, high))
+            raise record_validation_error(problems, self.dir.name, header.base_offset, rule)
         return max_timestamp
 
+    @_storage_io("appending records to")
     def append_as_follower(self, records: bytes) -> AppendResult:
         """Append a leader's batches as they are (offsets, epochs, timestamps), after checking
         each one's CRC and that they continue this log's end offset."""
@@ -361,12 +421,13 @@ class PartitionLog:
             segment = self._segments[-1]
             if segment.should_roll(end - start, max_ts, last, now, self.config):
                 segment = self._roll(now)
-            segment.append_batches(view[start:end], [(p - start, h) for p, h in part])
-            for _, header in part:
+            for _, header in part:  # epochs before the batches, as in append_as_leader
                 epoch = header.partition_leader_epoch
                 latest = self.epoch_cache.latest_epoch()
                 if epoch >= 0 and (latest is None or epoch > latest):
                     self.epoch_cache.assign(epoch, header.base_offset)
+            segment.append_batches(view[start:end], [(p - start, h) for p, h in part])
+            for _, header in part:
                 if header.producer_id >= 0:
                     self.producer_state.update(header, header.base_offset, header.max_timestamp)
             self.log_end_offset = last + 1
@@ -411,6 +472,7 @@ class PartitionLog:
         return segment
 
     # ------------------------------------------------------------------ reads
+    @_storage_io("reading from")
     def read(
         self,
         offset: int,
@@ -471,6 +533,7 @@ class PartitionLog:
                 yield header
             position = 0
 
+    @_storage_io("reading from")
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int, int] | None:
         """(offset, timestamp, leader epoch) of the first record with timestamp >= target."""
         for segment in list(self._segments):
@@ -480,6 +543,7 @@ class PartitionLog:
                     return found
         return None
 
+    @_storage_io("reading from")
     def max_timestamp_offset(self) -> tuple[int, int, int] | None:
         """(offset, timestamp, leader epoch) of the first record with the largest timestamp."""
         best: LogSegment | None = None
@@ -495,6 +559,7 @@ class PartitionLog:
         return self.epoch_cache.end_offset_for(epoch, self.log_end_offset)
 
     # ------------------------------------------------------------------ truncation
+    @_storage_io("truncating")
     def truncate_to(self, offset: int) -> None:
         """Remove everything at ``offset`` and after (a follower diverged from its leader).
 
@@ -527,6 +592,7 @@ class PartitionLog:
         self.epoch_cache.truncate_from_end(self.log_end_offset)
         self._rebuild_producer_state()
 
+    @_storage_io("truncating")
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop every segment and restart the log empty at ``offset``."""
         with self._lock:
@@ -545,6 +611,7 @@ class PartitionLog:
         self.epoch_cache.clear()
         self.producer_state.truncate_fully(offset)
 
+    @_storage_io("moving the log start offset of")
     def maybe_increment_log_start_offset(self, offset: int) -> None:
         """Move the log start forward (DeleteRecords); segments below it go at the next
         retention run."""
@@ -566,6 +633,7 @@ class PartitionLog:
         state.map_end_offset = self.log_end_offset
 
     # ------------------------------------------------------------------ retention
+    @_storage_io("deleting segments of")
     def delete_old_segments(self, now_ms: int, high_watermark: int | None = None) -> int:
         """Delete the oldest segments that retention allows, never any data at or above
         ``high_watermark``; returns how many segments went."""
@@ -644,9 +712,15 @@ class PartitionLog:
     def unflushed_messages(self) -> int:
         return self.log_end_offset - self.recovery_point
 
+    @_storage_io("flushing")
     def flush(self, up_to: int | None = None) -> None:
         """fsync the segments holding offsets below ``up_to`` (default: the log end) and move
-        the recovery point there. Safe to call from a worker thread."""
+        the recovery point there. Safe to call from a worker thread.
+
+        Fails if the directory went offline meanwhile, even when this thread's fsyncs
+        succeeded: after a failed fsync the kernel may have dropped dirty pages, and a later
+        fsync can succeed without them, so only a flush with no failure around it is one that
+        may acknowledge anything."""
         with self._lock:
             target = self.log_end_offset if up_to is None else min(up_to, self.log_end_offset)
             segments = [
@@ -666,6 +740,8 @@ class PartitionLog:
                 fsync_path(path)
             except FileNotFoundError:
                 continue  # removed since (a deleted log or a replaced file)
+        if self.failures.is_offline(self.log_dir):
+            raise offline_error(self.dir.name, self.log_dir)
         with self._lock:
             if generation == self._truncations and target > self.recovery_point:
                 self.recovery_point = target
@@ -679,6 +755,7 @@ class PartitionLog:
         with self._lock:
             return list(self._segments)
 
+    @_storage_io("closing")
     def close(self) -> None:
         """Flush, snapshot the producer state at the log end, and close every file."""
         self.flush()

@@ -1,6 +1,8 @@
 """A node's log directories (Kafka's ``LogManager``): loading every partition log at startup
 (recovering them after an unclean shutdown), creating and deleting logs, the per-directory
 checkpoints, the clean-shutdown marker, ``meta.properties``, retention and flush scheduling.
+A directory with an I/O error goes offline (``failures``): its logs are dropped and nothing
+is written in it again, checkpoints and the clean-shutdown marker included.
 """
 
 from __future__ import annotations
@@ -14,12 +16,15 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from brook.protocol.errors import Errors, KafkaError
+
 from .checkpoints import (
     CheckpointError,
     OffsetCheckpointFile,
     write_atomically,
 )
 from .config import LogConfig
+from .dir_failure import LogDirFailureChannel
 from .log import PartitionLog, parse_topic_partition, wall_clock_ms
 
 log = logging.getLogger(__name__)
@@ -30,6 +35,7 @@ HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 CLEAN_SHUTDOWN_MARKER = ".kafka_cleanshutdown"
 META_PROPERTIES = "meta.properties"
 DELETE_DIR_SUFFIX = "-delete"
+STRAY_DIR_SUFFIX = "-stray"
 # Kafka's producer.id.expiration.ms default: idempotence state of silent producers is dropped.
 PRODUCER_ID_EXPIRATION_MS = 86_400_000
 
@@ -55,16 +61,41 @@ class LogManager:
         self._now = now_ms
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._pending_deletes: list[tuple[Path, int]] = []  # renamed dir, when to remove it
+        self.failures = LogDirFailureChannel()
+
+    def online_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if not self.failures.is_offline(d)]
 
     # ------------------------------------------------------------------ lifecycle
     def startup(self) -> None:
-        """Load every partition directory, recovering logs unless the last shutdown was clean."""
+        """Load every partition directory, recovering logs unless the last shutdown was clean.
+        A directory that cannot be loaded (an I/O error) is left offline, its logs unloaded."""
         for directory in self.log_dirs:
-            directory.mkdir(parents=True, exist_ok=True)
-            marker = directory / CLEAN_SHUTDOWN_MARKER
-            clean = marker.exists()
-            recovery_points = self._read_offsets(directory / RECOVERY_POINT_CHECKPOINT)
-            log_starts = self._read_offsets(directory / LOG_START_CHECKPOINT)
+            try:
+                loaded = self._load_dir(directory)
+            except (OSError, KafkaError) as exc:
+                if isinstance(exc, KafkaError) and exc.code != Errors.KAFKA_STORAGE_ERROR:
+                    raise
+                if isinstance(exc, OSError):
+                    self.failures.fail(directory, "loading logs", exc)
+                continue
+            for tp in loaded:
+                if tp in self._logs:
+                    raise RuntimeError(f"{tp[0]}-{tp[1]} found in two log directories")
+            self._logs.update(loaded)
+        log.info("loaded %d logs from %s", len(self._logs), ", ".join(map(str, self.log_dirs)))
+
+    def _load_dir(self, directory: Path) -> dict[TopicPartition, PartitionLog]:
+        directory.mkdir(parents=True, exist_ok=True)
+        marker = directory / CLEAN_SHUTDOWN_MARKER
+        clean = marker.exists()
+        # Removed before loading: loading writes (recovery, rebuilt indexes), and a start that
+        # fails halfway must not leave the directory looking cleanly shut down.
+        marker.unlink(missing_ok=True)
+        recovery_points = self._read_offsets(directory / RECOVERY_POINT_CHECKPOINT)
+        log_starts = self._read_offsets(directory / LOG_START_CHECKPOINT)
+        loaded: dict[TopicPartition, PartitionLog] = {}
+        try:
             for name in sorted(os.listdir(directory)):
                 path = directory / name
                 if not path.is_dir():
@@ -73,29 +104,50 @@ class LogManager:
                     shutil.rmtree(path, ignore_errors=True)
                     continue
                 try:
-                    tp = parse_topic_partition(name)
+                    tp = parse_topic_partition(name)  # "-stray" directories are not logs
                 except ValueError:
                     continue
-                if tp in self._logs:
-                    raise RuntimeError(f"{tp[0]}-{tp[1]} found in two log directories")
-                self._logs[tp] = PartitionLog.open(
+                loaded[tp] = PartitionLog.open(
                     path,
                     self.default_config,
                     recovery_point=recovery_points.get(tp, 0),
                     log_start_offset=log_starts.get(tp, 0),
                     had_clean_shutdown=clean,
                     now_ms=self._now(),
+                    failures=self.failures,
                 )
-            marker.unlink(missing_ok=True)
-        log.info("loaded %d logs from %s", len(self._logs), ", ".join(map(str, self.log_dirs)))
+        except BaseException:
+            for plog in loaded.values():
+                plog.close_files()
+            raise
+        return loaded
 
     def shutdown(self) -> None:
-        """Close every log, write the checkpoints, then mark each directory cleanly shut down."""
+        """Close every log, write the checkpoints, then mark each directory cleanly shut down,
+        except the offline ones: the next start recovers those."""
         for plog in self._logs.values():
-            plog.close()
+            try:
+                plog.close()
+            except KafkaError:  # its directory failed: it recovers at the next start
+                plog.close_files()
         self.write_recovery_checkpoints()
-        for directory in self.log_dirs:
-            write_atomically(directory / CLEAN_SHUTDOWN_MARKER, b"")
+        for directory in self.online_dirs():
+            try:
+                write_atomically(directory / CLEAN_SHUTDOWN_MARKER, b"")
+            except OSError as exc:
+                self.failures.fail(directory, "writing the clean-shutdown marker", exc)
+
+    def handle_dir_failure(self, directory: Path) -> list[TopicPartition]:
+        """Drop (and close) the logs of an offline directory; returns their partitions."""
+        gone = [tp for tp, plog in self._logs.items() if plog.log_dir == directory]
+        for tp in gone:
+            self._logs.pop(tp).close_files()
+        log.warning(
+            "logs for partitions %s are offline due to the failure of log directory %s",
+            ", ".join(f"{t}-{p}" for t, p in gone) or "(none)",
+            directory,
+        )
+        return gone
 
     # ------------------------------------------------------------------ logs
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
@@ -112,24 +164,39 @@ class LogManager:
         log takes ``config`` and is checked against ``topic_id``."""
         existing = self._logs.get((topic, partition))
         if existing is not None:
+            existing.assign_topic_id(topic_id)  # first: a log of another topic keeps its config
             if existing.config != config:
                 existing.update_config(config)
-            existing.assign_topic_id(topic_id)
             return existing
         parent = self._emptiest_dir()
-        parent.mkdir(parents=True, exist_ok=True)
         # The new directory is fsynced (into its parent) by the log's first flush.
-        plog = PartitionLog.open(
-            parent / f"{topic}-{partition}", config, topic_id=topic_id, now_ms=self._now()
-        )
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            plog = PartitionLog.open(
+                parent / f"{topic}-{partition}",
+                config,
+                topic_id=topic_id,
+                now_ms=self._now(),
+                failures=self.failures,
+            )
+        except OSError as exc:
+            raise self.failures.fail(
+                parent, f"creating the log of {topic}-{partition}", exc
+            ) from exc
         self._logs[(topic, partition)] = plog
         return plog
 
     def _emptiest_dir(self) -> Path:
-        if len(self.log_dirs) == 1:
-            return self.log_dirs[0]
+        online = self.online_dirs()
+        if not online:
+            raise KafkaError(
+                Errors.KAFKA_STORAGE_ERROR,
+                f"every log directory is offline: {', '.join(map(str, self.log_dirs))}",
+            )
+        if len(online) == 1:
+            return online[0]
         counts = Counter(plog.dir.parent for plog in self._logs.values())
-        return min(self.log_dirs, key=lambda d: counts[d])
+        return min(online, key=lambda d: counts[d])
 
     def delete_log(self, topic: str, partition: int) -> None:
         """Rename the directory to ``<name>.<uuid>-delete``; ``remove_deleted_logs`` removes it
@@ -138,11 +205,44 @@ class LogManager:
         if plog is None:
             return
         plog.close_files()
+        if self.failures.is_offline(plog.log_dir):
+            return  # the next start finds it a stray log
         doomed = plog.dir.with_name(f"{plog.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
         # Not fsynced: if a crash undoes the rename, the next start finds a log that the
-        # metadata no longer assigns to this broker and deletes it then.
-        os.replace(plog.dir, doomed)
+        # metadata no longer assigns to this broker and sets it aside then.
+        try:
+            os.replace(plog.dir, doomed)
+        except OSError as exc:
+            raise self.failures.fail(plog.log_dir, f"deleting {plog.dir.name}", exc) from exc
         self._pending_deletes.append((doomed, self._now() + plog.config.file_delete_delay_ms))
+
+    def set_aside_stray_log(self, topic: str, partition: int) -> Path | None:
+        """A log this node must not host (Kafka's stray log): one holding data is moved aside
+        to ``<topic>-<partition>.<id>-stray``, never deleted, since the metadata that disowns
+        it may itself be what went wrong; an empty one is deleted. Returns the new place."""
+        plog = self._logs.pop((topic, partition), None)
+        if plog is None:
+            return None
+        empty = plog.size_in_bytes() == 0
+        plog.close_files()
+        try:
+            if empty:
+                shutil.rmtree(plog.dir)
+                return None
+            aside = plog.dir.with_name(f"{plog.dir.name}.{uuid.uuid4().hex}{STRAY_DIR_SUFFIX}")
+            os.replace(plog.dir, aside)
+        except OSError as exc:
+            raise self.failures.fail(plog.log_dir, f"setting aside {plog.dir.name}", exc) from exc
+        return aside
+
+    def discard_new_log(self, topic: str, partition: int) -> None:
+        """Remove a log created for a change that was then not committed."""
+        plog = self._logs.pop((topic, partition), None)
+        if plog is None:
+            return
+        plog.close_files()
+        if not self.failures.is_offline(plog.log_dir):
+            shutil.rmtree(plog.dir, ignore_errors=True)
 
     def remove_deleted_logs(self, now_ms: int) -> int:
         """Remove the renamed directories whose delay has passed; returns how many."""
@@ -170,9 +270,9 @@ class LogManager:
     # The ``*_files`` methods take a snapshot (on the thread that changes the logs) and
     # ``write_checkpoints`` does the I/O, so a worker thread can do the fsyncs.
     def recovery_checkpoint_files(self) -> CheckpointFiles:
-        """Recovery points and log start offsets of every log, per directory."""
+        """Recovery points and log start offsets of every log, per online directory."""
         files: CheckpointFiles = {}
-        for directory in self.log_dirs:
+        for directory in self.online_dirs():
             logs = self._logs_in(directory)
             files[directory / RECOVERY_POINT_CHECKPOINT] = {
                 tp: plog.recovery_point for tp, plog in logs.items()
@@ -183,19 +283,24 @@ class LogManager:
         return files
 
     def high_watermark_files(self, hws: Mapping[TopicPartition, int]) -> CheckpointFiles:
-        """The broker's high watermarks, each in the directory holding its log."""
+        """The broker's high watermarks, each in the (online) directory holding its log."""
         files: CheckpointFiles = {}
-        for directory in self.log_dirs:
+        for directory in self.online_dirs():
             logs = self._logs_in(directory)
             files[directory / HIGH_WATERMARK_CHECKPOINT] = {
                 tp: hw for tp, hw in hws.items() if tp in logs
             }
         return files
 
-    @staticmethod
-    def write_checkpoints(files: CheckpointFiles) -> None:
+    def write_checkpoints(self, files: CheckpointFiles) -> None:
+        """Write each file (safe on a worker thread); a failure takes its directory offline."""
         for path, offsets in files.items():
-            OffsetCheckpointFile(path).write(offsets)
+            if self.failures.is_offline(path.parent):
+                continue
+            try:
+                OffsetCheckpointFile(path).write(offsets)
+            except OSError as exc:
+                self.failures.fail(path.parent, f"writing {path.name}", exc)
 
     def write_recovery_checkpoints(self) -> None:
         self.write_checkpoints(self.recovery_checkpoint_files())
@@ -215,7 +320,10 @@ class LogManager:
         ids and remove deleted directories whose delay passed; returns segments deleted."""
         deleted = 0
         for tp, plog in list(self._logs.items()):
-            deleted += plog.delete_old_segments(now_ms, high_watermarks.get(tp))
+            try:
+                deleted += plog.delete_old_segments(now_ms, high_watermarks.get(tp))
+            except KafkaError:
+                continue  # its directory is offline now
             plog.producer_state.remove_expired(now_ms, self.producer_id_expiration_ms)
         self.remove_deleted_logs(now_ms)
         return deleted

@@ -72,6 +72,14 @@ class IndexFile:
             os.ftruncate(self._fd, count * self.entry_size)
             self.torn = False
 
+    def roll_back(self, count: int) -> None:
+        """Keep the first ``count`` entries and cut the file after them, whatever a failed
+        write left there (``truncate_entries`` skips the cut when no whole entry goes)."""
+        if count < len(self):
+            self._truncate_entries(count)
+        os.ftruncate(self._fd, count * self.entry_size)
+        self.torn = False
+
     def flush(self) -> None:
         if not self.closed:
             os.fsync(self._fd)

@@ -10,6 +10,7 @@ import struct
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from brook.protocol.batch import (
     HEADER_SIZE,
@@ -44,6 +45,19 @@ _RECOVERY_CHUNK = 4 * 1024 * 1024
 
 class CorruptSegmentError(ValueError):
     """A segment whose batches do not chain to its end; it needs recovery."""
+
+
+class _AppendState(NamedTuple):
+    """What an append changes in a segment, kept to undo it if the write fails."""
+
+    size: int
+    next_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    rolling_timestamp: int | None
+    bytes_since_index: int
+    index_entries: int
+    time_index_entries: int
 
 
 def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
@@ -283,16 +297,62 @@ class LogSegment:
         last_offset: int,
         max_timestamp: int,
     ) -> None:
-        """Write one batch given as consecutive byte chunks."""
-        _write_all(self._fd, parts, size)
-        self._account(self.size, size, last_offset, max_timestamp)
+        """Write one batch given as consecutive byte chunks; on an I/O error the segment and
+        its indexes are rolled back to where they were (see ``_roll_back``) and it re-raises."""
+        before = self._append_state()
+        try:
+            _write_all(self._fd, parts, size)
+            self._account(self.size, size, last_offset, max_timestamp)
+        except OSError:
+            self._roll_back(before)
+            raise
 
     def append_batches(self, data: memoryview, headers: Sequence[tuple[int, BatchHeader]]) -> None:
-        """Write consecutive whole batches; ``headers`` gives each one's position in ``data``."""
+        """Write consecutive whole batches; ``headers`` gives each one's position in ``data``.
+        Rolled back as ``append`` is on an I/O error."""
+        before = self._append_state()
         position = self.size
-        _write_all(self._fd, [data], len(data))
-        for pos, header in headers:
-            self._account(position + pos, header.size, header.last_offset, header.max_timestamp)
+        try:
+            _write_all(self._fd, [data], len(data))
+            for pos, header in headers:
+                self._account(position + pos, header.size, header.last_offset, header.max_timestamp)
+        except OSError:
+            self._roll_back(before)
+            raise
+
+    def _append_state(self) -> _AppendState:
+        return _AppendState(
+            self.size,
+            self.next_offset,
+            self.max_timestamp,
+            self.offset_of_max_timestamp,
+            self.rolling_timestamp,
+            self._bytes_since_index,
+            len(self.offset_index),
+            len(self.time_index),
+        )
+
+    def _roll_back(self, state: _AppendState) -> None:
+        """Undo a failed append: a write cut short (a full disk) leaves part of a batch at the
+        end of the file, and the file is opened with O_APPEND, so unless the file is cut back
+        every later write would land after those torn bytes, where reads and recovery never
+        reach. Best effort: if cutting fails too, the log directory is offline anyway and
+        recovery at the next start cuts the torn tail."""
+        self.size, self.next_offset = state.size, state.next_offset
+        self.max_timestamp = state.max_timestamp
+        self.offset_of_max_timestamp = state.offset_of_max_timestamp
+        self.rolling_timestamp = state.rolling_timestamp
+        self._bytes_since_index = state.bytes_since_index
+        for cut in (
+            lambda: os.ftruncate(self._fd, state.size),
+            lambda: self.offset_index.roll_back(state.index_entries),
+            lambda: self.time_index.roll_back(state.time_index_entries),
+        ):
+            try:
+                cut()
+            except OSError:
+                continue
+        self._check_indexes_full()
 
     def _account(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
         if self.rolling_timestamp is None:

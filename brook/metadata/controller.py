@@ -30,11 +30,22 @@ from .records import (
     RemoveTopicRecord,
     TopicRecord,
 )
-from .topics import INTERNAL_TOPICS, collision_key, place_replicas, topic_name_error
+from .topics import (
+    collision_key,
+    is_internal,
+    place_replicas,
+    reserved_topic_error,
+    topic_name_error,
+)
 
 PRODUCER_ID_BLOCK = 1000
 ZERO_UUID = uuid.UUID(int=0)
 DYNAMIC_BROKER_KEYS = frozenset(SERVER_DEFAULT.values())
+# Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: one CreateTopics request may not
+# create more partitions than this (Kafka 4's validateTotalNumberOfPartitions), so a typo of
+# 100000 partitions cannot make a node create a hundred thousand logs in one decision.
+MAX_PARTITIONS_PER_BATCH = 10_000
+EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."
 
 
 @dataclass
@@ -102,7 +113,20 @@ class Controller:
         self,
         specs: Sequence[CreateTopicSpec],
         validate_only: bool = False,
+        *,
+        internal_topics_allowed: bool = True,
     ) -> Decision:
+        """``internal_topics_allowed`` is False for a client's CreateTopics: internal topics
+        are created by the node that owns them (the group coordinator), with their own
+        settings, never by a client."""
+        if self._too_many_new_partitions(specs, internal_topics_allowed):
+            return Decision(
+                [],
+                [
+                    CreatedTopic(Errors.POLICY_VIOLATION, EXCESSIVE_PARTITIONS, name=spec.name)
+                    for spec in specs
+                ],
+            )
         records: list[MetadataRecord] = []
         results: list[CreatedTopic] = []
         seen: set[str] = set()
@@ -110,11 +134,21 @@ class Controller:
         for spec in specs:
             result = CreatedTopic(name=spec.name)
             results.append(result)
+            if not internal_topics_allowed and is_internal(spec.name):
+                # Kafka's ControllerApis answers this for __cluster_metadata; Brook extends it
+                # to every internal topic (see docs/compatibility.md).
+                result.error_code = Errors.INVALID_REQUEST
+                result.error_message = f"Creation of internal topic {spec.name} is prohibited."
+                continue
             if spec.name in seen:
                 result.error_code = Errors.INVALID_REQUEST
                 result.error_message = f"Duplicate topic name {spec.name} in the request."
                 continue
             seen.add(spec.name)
+            reserved = reserved_topic_error(spec.name)
+            if reserved:
+                result.error_code, result.error_message = Errors.INVALID_REQUEST, reserved
+                continue
             plan = self._plan_topic(spec, live, result)
             if plan is None:
                 continue
@@ -133,6 +167,27 @@ class Controller:
                     PartitionRecord(topic_id, p, tuple(replicas), tuple(replicas), replicas[0])
                 )
         return Decision(records, results)
+
+    def _too_many_new_partitions(
+        self, specs: Sequence[CreateTopicSpec], internal_topics_allowed: bool
+    ) -> bool:
+        """Kafka's validateTotalNumberOfPartitions: the partitions the request asks for (the
+        default count for -1, the assignments when given, nothing for a non-positive count)
+        above MAX_PARTITIONS_PER_BATCH refuse the whole request, validate_only or not. A
+        name's repeats and refused internal names add nothing, being created by no one."""
+        counted: set[str] = set()
+        total = 0
+        for spec in specs:
+            if spec.name in counted or (not internal_topics_allowed and is_internal(spec.name)):
+                continue
+            counted.add(spec.name)
+            if spec.assignments:
+                total += len(spec.assignments)
+            elif spec.num_partitions == -1:
+                total += int(self.server_config["num.partitions"])
+            elif spec.num_partitions > 0:
+                total += spec.num_partitions
+        return total > MAX_PARTITIONS_PER_BATCH
 
     def _plan_topic(
         self,
@@ -286,6 +341,12 @@ class Controller:
                 outcome = Outcome(Errors.INVALID_REQUEST, "Neither topic name nor id given.")
             if topic is not None and not enabled:
                 outcome = Outcome(Errors.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+            elif topic is not None and is_internal(topic.name):
+                # Kafka leaves this to its authorizer; Brook has none, and deleting
+                # __consumer_offsets would drop every group's committed offsets.
+                outcome = Outcome(
+                    Errors.INVALID_TOPIC_EXCEPTION, f"Cannot delete internal topic {topic.name}"
+                )
             elif topic is not None and topic.topic_id not in removed:
                 removed.add(topic.topic_id)
                 records.append(RemoveTopicRecord(topic.topic_id))
@@ -299,6 +360,10 @@ class Controller:
         requests: Sequence[tuple[str, int, list[list[int]] | None]],
         validate_only: bool = False,
     ) -> Decision:
+        if self._new_partitions(requests) > MAX_PARTITIONS_PER_BATCH:
+            return Decision(
+                [], [Outcome(Errors.POLICY_VIOLATION, EXCESSIVE_PARTITIONS) for _ in requests]
+            )
         records: list[MetadataRecord] = []
         results: list[Outcome] = []
         live = [b.broker_id for b in self.image.live_brokers()]
@@ -309,6 +374,12 @@ class Controller:
             if topic is None:
                 outcome.error_code = Errors.UNKNOWN_TOPIC_OR_PARTITION
                 outcome.error_message = "This server does not host this topic-partition."
+                continue
+            if is_internal(name):
+                # Kafka allows it, but a new partition count re-maps every group to another
+                # partition of __consumer_offsets, away from its committed offsets.
+                outcome.error_code = Errors.INVALID_TOPIC_EXCEPTION
+                outcome.error_message = f"Cannot add partitions to internal topic {name}"
                 continue
             current = len(topic.partitions)
             if count < current:
@@ -356,6 +427,20 @@ class Controller:
                     )
                 )
         return Decision(records, results)
+
+    def _new_partitions(self, requests: Sequence[tuple[str, int, list[list[int]] | None]]) -> int:
+        """How many partitions a CreatePartitions request would add to existing topics.
+
+        Kafka's controller writes one record per new partition into a batch bounded at
+        10,000 records; Brook applies MAX_PARTITIONS_PER_BATCH to the request as a whole, with
+        the message CreateTopics uses, so nothing is created when it is exceeded. Internal
+        topics, refused on their own, add nothing."""
+        total = 0
+        for name, count, _ in requests:
+            topic = self.image.topics.get(name)
+            if topic is not None and not is_internal(name) and count > len(topic.partitions):
+                total += count - len(topic.partitions)
+        return total
 
     # ------------------------------------------------------------------ configs
     def alter_configs(
@@ -678,4 +763,4 @@ class Controller:
         return out
 
     def is_internal(self, name: str) -> bool:
-        return name in INTERNAL_TOPICS
+        return is_internal(name)

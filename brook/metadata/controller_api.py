@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
-from brook.protocol.errors import Errors
+from brook.protocol.errors import KafkaError
 
 from .controller import ConfigOp, CreatedTopic, CreateTopicSpec, Outcome
 from .records import BrokerFeature, Endpoint
@@ -37,13 +37,12 @@ __all__ = [
 ]
 
 
-class ControllerError(Exception):
-    """A whole request failed (NOT_CONTROLLER, STALE_BROKER_EPOCH, ...)."""
+class ControllerError(KafkaError):
+    """A whole request failed (NOT_CONTROLLER, STALE_BROKER_EPOCH, KAFKA_STORAGE_ERROR, ...)."""
 
-    def __init__(self, error_code: int, message: str | None = None) -> None:
-        super().__init__(message or Errors(error_code).name)
-        self.error_code = error_code
-        self.message = message
+    @property
+    def error_code(self) -> int:
+        return self.code
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,11 +15,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import Callable, Sequence
 
 from .image import Change, ImageError, MetadataImage
 from .quorum import CommittedBatch, LeaderAndEpoch
-from .records import RecordFormatError, decode
+from .records import (
+    ConfigRecord,
+    ConfigResourceType,
+    MetadataRecord,
+    RecordFormatError,
+    TopicRecord,
+    decode,
+)
+from .topics import RESERVED_TOPICS
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +40,7 @@ class MetadataLoader:
         self.image = image if image is not None else MetadataImage()
         self.leader = LeaderAndEpoch(None, 0)
         self.skipped = 0  # committed records that could not be applied
+        self._skipped_topics: set[uuid.UUID] = set()
         self._publishers: list[Publisher] = []
         self._leader_listeners: list[Callable[[LeaderAndEpoch], None]] = []
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []
@@ -86,13 +96,34 @@ class MetadataLoader:
     # ------------------------------------------------------------------ internals
     def _apply(self, offset: int, value: bytes) -> list[Change]:
         try:
-            return self.image.apply(decode(value), offset)
+            record = decode(value)
+            why = self._unappliable(record)
+            if why is None:
+                return self.image.apply(record, offset)
         except (RecordFormatError, ImageError) as exc:
-            self.skipped += 1
-            log.error(
-                "skipping metadata record at offset %d that cannot be applied: %s", offset, exc
-            )
-            return []
+            why = str(exc)
+        self.skipped += 1
+        self.image.offset = max(self.image.offset, offset)
+        log.error("skipping metadata record at offset %d: %s", offset, why)
+        return []
+
+    def _unappliable(self, record: MetadataRecord) -> str | None:
+        """Why a committed record that the image would take must still be skipped: a topic
+        under a reserved name (older versions let a client commit one) goes, with everything
+        that names it."""
+        if isinstance(record, TopicRecord) and record.name in RESERVED_TOPICS:
+            self._skipped_topics.add(record.topic_id)
+            return f"the topic name {record.name} is reserved for the metadata log"
+        topic_id = getattr(record, "topic_id", None)
+        if topic_id is not None and topic_id in self._skipped_topics:
+            return f"it belongs to the skipped topic id {topic_id}"
+        if (
+            isinstance(record, ConfigRecord)
+            and record.resource_type == ConfigResourceType.TOPIC
+            and record.resource_name in RESERVED_TOPICS
+        ):
+            return f"the topic name {record.resource_name} is reserved for the metadata log"
+        return None
 
     def _publish(self, changes: list[Change]) -> None:
         if changes:

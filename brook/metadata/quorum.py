@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from brook.log.log import PartitionLog
+from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.records import build_batch, encode_record, iter_records
 
 _READ_CHUNK = 8 * 1024 * 1024
@@ -184,13 +185,18 @@ class LocalQuorum:
         )
         try:
             result = self.log.append_as_leader(batch, self.epoch, now)
-        except OSError as exc:
+        except (OSError, KafkaError) as exc:
+            if isinstance(exc, KafkaError) and exc.code != Errors.KAFKA_STORAGE_ERROR:
+                raise
             self._fail(exc)
             raise StorageError(f"the metadata log could not be written: {exc}") from exc
-        if self._flush_task is None or self._flush_task.done():
-            self._flush_task = asyncio.get_running_loop().create_task(self._flush())
-        else:
+        if self._flush_task is not None and not self._flush_task.done():
             self._flush_again = True
+        else:
+            try:
+                self._flush_task = asyncio.get_running_loop().create_task(self._flush())
+            except RuntimeError:  # no loop: a tool writing to a stopped node's log flushes itself
+                pass
         return result.last_offset
 
     async def _flush(self) -> None:
@@ -199,7 +205,7 @@ class LocalQuorum:
             end = self.log.log_end_offset
             try:
                 await asyncio.to_thread(self.log.flush)
-            except OSError as exc:
+            except (OSError, KafkaError) as exc:
                 self._fail(exc)
                 return
             self._publish_up_to(end)

@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from brook.protocol.errors import Errors
+from brook.protocol.errors import Errors, KafkaError
 
 from .broker_heartbeat import BrokerHeartbeatManager, BrokerState
 from .cluster_control import ClusterControl
@@ -50,6 +50,8 @@ from .records import MetadataRecord, encode
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 Decide = Callable[[Controller, ClusterControl], tuple[Sequence[MetadataRecord], T]]
+# Creates what records need on this node before they are appended; returns the undo.
+Preparer = Callable[[Sequence[MetadataRecord]], Callable[[], None]]
 
 
 class _Active:
@@ -88,6 +90,7 @@ class QuorumController:
         self._committed = -1
         self._waiting: list[tuple[int, asyncio.Future[None]]] = []
         self._fencer: asyncio.Task[None] | None = None
+        self._preparer: Preparer | None = None
         quorum.register_listener(self)
 
     @property
@@ -137,35 +140,60 @@ class QuorumController:
         if self._fencer is not None:
             self._fencer.cancel()
             self._fencer = None
+        code = Errors.KAFKA_STORAGE_ERROR if self._storage_failed() else Errors.NOT_CONTROLLER
         waiting, self._waiting = self._waiting, []
         for _, future in waiting:
             if not future.done():
-                future.set_exception(ControllerError(Errors.NOT_CONTROLLER, reason))
+                future.set_exception(ControllerError(code, reason))
+
+    def _storage_failed(self) -> bool:
+        return getattr(self.quorum, "failure", None) is not None
+
+    def set_preparer(self, preparer: Preparer) -> None:
+        """On a combined node: create what an operation's records need on this node (the
+        logs of new partitions) before they are appended, so that an operation this node's
+        storage cannot carry out is refused (KAFKA_STORAGE_ERROR) instead of committed."""
+        self._preparer = preparer
 
     # ------------------------------------------------------------------ running operations
     async def _run(self, decide: Decide[T], *, write: bool = True) -> Committed[T]:
+        undo: Callable[[], None] | None = None
         async with self._lock:
-            active = self._active
-            if active is None:
-                raise ControllerError(
-                    Errors.NOT_CONTROLLER, f"node {self.node_id} is not the active controller"
-                )
+            active = self._require_active()
             records, value = decide(active.decisions, active.cluster)
             if not records or not write:
                 return Committed(value)
-            last = self._append(active, records)
+            if self._preparer is not None:
+                try:
+                    undo = self._preparer(records)
+                except KafkaError as exc:
+                    raise ControllerError(exc.code, exc.message) from exc
+            try:
+                last = self._append(active, records)
+            except ControllerError:
+                if undo is not None:
+                    undo()
+                raise
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             if last <= self._committed:
                 future.set_result(None)
             else:
                 self._waiting.append((last, future))
-        await future
+        try:
+            await future
+        except ControllerError as exc:
+            if undo is not None and exc.error_code == Errors.KAFKA_STORAGE_ERROR:
+                undo()  # never committed: the metadata log failed before it was flushed
+            raise
         return Committed(value, last)
 
     def _append(self, active: _Active, records: Sequence[MetadataRecord]) -> int:
         try:
             last = self.quorum.append(active.epoch, [encode(r) for r in records])
-        except (NotLeaderError, StorageError) as exc:
+        except StorageError as exc:
+            self._deactivate(str(exc))
+            raise ControllerError(Errors.KAFKA_STORAGE_ERROR, str(exc)) from exc
+        except NotLeaderError as exc:
             self._deactivate(str(exc))
             raise ControllerError(Errors.NOT_CONTROLLER, str(exc)) from exc
         first = last - len(records) + 1
@@ -292,8 +320,15 @@ class QuorumController:
         return broker
 
     def _require_active(self) -> _Active:
+        if self._storage_failed():
+            raise ControllerError(
+                Errors.KAFKA_STORAGE_ERROR,
+                f"the metadata log of node {self.node_id} failed: {self.quorum.failure}",  # type: ignore[attr-defined]
+            )
         if self._active is None:
-            raise ControllerError(Errors.NOT_CONTROLLER)
+            raise ControllerError(
+                Errors.NOT_CONTROLLER, f"node {self.node_id} is not the active controller"
+            )
         return self._active
 
     async def _fence_stale_brokers(self) -> None:

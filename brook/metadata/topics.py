@@ -6,9 +6,29 @@ import random
 import re
 from collections.abc import Sequence
 
+from .records import METADATA_TOPIC
+
 MAX_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__cluster_metadata"})
+# Kafka's Topic.isInternal set, plus the metadata log's name (never a topic, never creatable).
+INTERNAL_TOPICS = frozenset(
+    {"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"}
+)
+# Names nothing may create, not even the node itself: the metadata log lives under this one.
+RESERVED_TOPICS = frozenset({METADATA_TOPIC})
+
+
+def is_internal(name: str | None) -> bool:
+    """Whether ``name`` is a topic that only the node itself writes, creates or deletes."""
+    return name in INTERNAL_TOPICS
+
+
+def reserved_topic_error(name: str) -> str | None:
+    """Why ``name`` may not be created by a client (Kafka's ControllerApis answers it with
+    INVALID_REQUEST), or None."""
+    if name in RESERVED_TOPICS:
+        return f"Creation of internal topic {name} is prohibited."
+    return None
 
 
 def topic_name_error(name: str) -> str | None:

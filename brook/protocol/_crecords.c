@@ -407,18 +407,21 @@ skip_bytes(const unsigned char *data, Py_ssize_t *pos, Py_ssize_t end, int64_t *
     return 0;
 }
 
-/* validate_records(data, count, base_timestamp, low, high) -> (flags, max_timestamp): walk a
- * batch's record data as a broker does before appending a client's batch (see
- * records.validate_records): CorruptBatch for a malformed record or bytes left after
- * ``count`` records; else the flags RECORD_NULL_KEY (1) and RECORD_BAD_TIMESTAMP (2, a
- * timestamp other than -1 outside [low, high]) and the largest timestamp (-1 for none). */
+/* validate_records(data, count, base_timestamp, low, high, key_required, reject_timestamps)
+ * -> (max_timestamp, problems): walk a batch's record data as a broker does before appending
+ * a client's batch (see records.validate_records): CorruptBatch for a malformed record or
+ * bytes left after ``count`` records; else the largest timestamp (-1 for none) and None, or
+ * a list of (index, problem, offset_delta, timestamp, key_size, value_size) for every invalid
+ * record: problem 1 for a null key when ``key_required``, else 2 when ``reject_timestamps``
+ * or its timestamp, other than -1, lies outside [low, high]. */
 static PyObject *
 validate_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 5) {
+    if (nargs != 7) {
         PyErr_SetString(PyExc_TypeError,
-                        "validate_records(data, count, base_timestamp, low, high)");
+                        "validate_records(data, count, base_timestamp, low, high, key_required, "
+                        "reject_timestamps)");
         return NULL;
     }
     Py_ssize_t count = PyLong_AsSsize_t(args[1]);
@@ -428,6 +431,11 @@ validate_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (PyErr_Occurred()) {
         return NULL;
     }
+    int key_required = PyObject_IsTrue(args[5]);
+    int reject_timestamps = key_required < 0 ? -1 : PyObject_IsTrue(args[6]);
+    if (reject_timestamps < 0) {
+        return NULL;
+    }
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
         return NULL;
@@ -435,7 +443,7 @@ validate_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     const unsigned char *data = (const unsigned char *)view.buf;
     Py_ssize_t end = view.len;
     Py_ssize_t pos = 0;
-    long flags = 0;
+    PyObject *problems = NULL;
     long long max_timestamp = -1;
     for (Py_ssize_t i = 0; i < count; i++) {
         int64_t length, ts_delta, offset_delta, key_size, value_size, headers;
@@ -481,11 +489,26 @@ validate_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             PyErr_SetString(CorruptBatch, "timestamp out of range");
             goto fail;
         }
-        if (key_size < 0) {
-            flags |= 1;
+        int problem = 0;
+        if (__builtin_expect(key_required && key_size < 0, 0)) {
+            problem = 1;
+        } else if (__builtin_expect(reject_timestamps || (timestamp != -1 &&
+                                                          (timestamp < low || timestamp > high)),
+                                    0)) {
+            problem = 2;
         }
-        if (timestamp != -1 && (timestamp < low || timestamp > high)) {
-            flags |= 2;
+        if (__builtin_expect(problem, 0)) {
+            if (problems == NULL && (problems = PyList_New(0)) == NULL) {
+                goto fail;
+            }
+            PyObject *item = Py_BuildValue("(niLLLL)", i, problem, (long long)offset_delta,
+                                           timestamp, (long long)key_size,
+                                           (long long)value_size);
+            if (item == NULL || PyList_Append(problems, item) < 0) {
+                Py_XDECREF(item);
+                goto fail;
+            }
+            Py_DECREF(item);
         }
         if (timestamp > max_timestamp) {
             max_timestamp = timestamp;
@@ -496,8 +519,12 @@ validate_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         goto fail;
     }
     PyBuffer_Release(&view);
-    return Py_BuildValue("(lL)", flags, max_timestamp);
+    if (problems == NULL) {
+        return Py_BuildValue("(LO)", max_timestamp, Py_None);
+    }
+    return Py_BuildValue("(LN)", max_timestamp, problems);
 fail:
+    Py_XDECREF(problems);
     PyBuffer_Release(&view);
     return NULL;
 }

@@ -29,6 +29,8 @@ class PartitionProduceResult:
     log_start_offset: int = -1
     error_message: str | None = None
     current_leader: tuple[int, int] | None = None  # KIP-951 (v10+), only with error 6
+    # KIP-467 (v8+): (batch index, message) of each record that made the batch invalid.
+    record_errors: list[tuple[int, str | None]] | None = None
 
 
 NodeEndpoint = tuple[int, str, int, str | None]  # id, host, port, rack
@@ -56,11 +58,13 @@ def encode_produce_response(
             if version >= 5:
                 out.append(_INT64.pack(p.log_start_offset))
             if version >= 8:
+                if p.record_errors:
+                    _record_errors(out, p.record_errors, flexible)
+                else:
+                    out.append(b"\x01" if flexible else b"\x00\x00\x00\x00")
                 if flexible:
-                    out.append(b"\x01")  # empty record_errors
                     out.append(compact_string(p.error_message))
                 else:
-                    out.append(b"\x00\x00\x00\x00")
                     out.append(legacy_string(p.error_message))
             if flexible:
                 leader = p.current_leader if version >= 10 else None
@@ -85,6 +89,19 @@ def encode_produce_response(
         else:
             out.append(b"\x00")
     return b"".join(out)
+
+
+def _record_errors(
+    out: list[bytes], errors: Sequence[tuple[int, str | None]], flexible: bool
+) -> None:
+    out.append(uvarint(len(errors) + 1) if flexible else _INT32.pack(len(errors)))
+    for index, message in errors:
+        out.append(_INT32.pack(index))
+        if flexible:
+            out.append(compact_string(message))
+            out.append(b"\x00")
+        else:
+            out.append(legacy_string(message))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,11 +240,15 @@ def decode_produce_response(version: int, data: Buffer) -> ProduceResponse:
                 if version >= 5:
                     result.log_start_offset = r.int64()
                 if version >= 8:
-                    for _ in range(r.array_length(flexible)):  # record_errors
-                        r.int32()
-                        r.string(flexible)
-                        if flexible:
-                            r.skip_tags()
+                    count = r.array_length(flexible)
+                    if count > 0:
+                        errors: list[tuple[int, str | None]] = []
+                        for _ in range(count):
+                            batch_index = r.int32()
+                            errors.append((batch_index, r.string(flexible)))
+                            if flexible:
+                                r.skip_tags()
+                        result.record_errors = errors
                     result.error_message = r.string(flexible)
                 if flexible:
                     for _ in range(r.uvarint()):

@@ -472,9 +472,13 @@ def decode_records_into(
         )
 
 
-# validate_records flags.
+# What is wrong with a record, in validate_records' problems.
 RECORD_NULL_KEY = 1
 RECORD_BAD_TIMESTAMP = 2
+
+# One invalid record: (index in the batch, RECORD_NULL_KEY or RECORD_BAD_TIMESTAMP, offset
+# delta, timestamp, key size, value size); sizes are -1 for null.
+RecordProblem = tuple[int, int, int, int, int, int]
 
 
 def _skip_bytes(data: Any, pos: int, end: int) -> tuple[int, int]:
@@ -485,24 +489,30 @@ def _skip_bytes(data: Any, pos: int, end: int) -> tuple[int, int]:
 
 
 def _validate_records_py(
-    data: Any, count: int, base_timestamp: int, low: int, high: int
-) -> tuple[int, int]:
+    data: Any,
+    count: int,
+    base_timestamp: int,
+    low: int,
+    high: int,
+    key_required: bool,
+    reject_timestamps: bool,
+) -> tuple[int, list[RecordProblem] | None]:
     """The reference for :func:`validate_records`."""
-    flags = 0
+    problems: list[RecordProblem] | None = None
     max_timestamp = -1
     pos = 0
     end = len(data)
     try:
-        for _ in range(count):
+        for index in range(count):
             length, pos = _varint(data, pos, 28)
             record_end = pos + length
             if length < 6 or record_end > end:
                 raise CorruptBatch("record runs past its batch")
             pos += 1  # attributes
             ts_delta, pos = _varint(data, pos)
-            _, pos = _varint(data, pos, 28)  # offset delta
+            offset_delta, pos = _varint(data, pos, 28)
             key_size, pos = _skip_bytes(data, pos, record_end)
-            _, pos = _skip_bytes(data, pos, record_end)
+            value_size, pos = _skip_bytes(data, pos, record_end)
             headers, pos = _varint(data, pos, 28)
             if headers < 0:
                 raise CorruptBatch("negative header count")
@@ -516,33 +526,51 @@ def _validate_records_py(
             timestamp = base_timestamp + ts_delta
             if not INT64_MIN <= timestamp <= INT64_MAX:
                 raise CorruptBatch("timestamp out of range")
-            if key_size < 0:
-                flags |= RECORD_NULL_KEY
-            if timestamp != -1 and not low <= timestamp <= high:
-                flags |= RECORD_BAD_TIMESTAMP
+            problem = 0
+            if key_required and key_size < 0:
+                problem = RECORD_NULL_KEY
+            elif reject_timestamps or (timestamp != -1 and not low <= timestamp <= high):
+                problem = RECORD_BAD_TIMESTAMP
+            if problem:
+                if problems is None:
+                    problems = []
+                problems.append((index, problem, offset_delta, timestamp, key_size, value_size))
             if timestamp > max_timestamp:
                 max_timestamp = timestamp
     except IndexError:
         raise CorruptBatch("record runs past its batch") from None
     if pos != end:
         raise CorruptBatch("records still remaining after the batch's record count")
-    return flags, max_timestamp
+    return max_timestamp, problems
 
 
 def validate_records(
-    data: bytes | memoryview, count: int, base_timestamp: int, low: int, high: int
-) -> tuple[int, int]:
-    """Walk a batch's (decompressed) record data as Kafka's broker does before it appends a
-    client's batch: every record whole and exactly as long as its length says, no bytes left
-    after ``count`` records (CorruptBatch otherwise).
+    data: bytes | memoryview,
+    count: int,
+    base_timestamp: int,
+    low: int,
+    high: int,
+    key_required: bool = False,
+    reject_timestamps: bool = False,
+) -> tuple[int, list[RecordProblem] | None]:
+    """Walk a batch's (decompressed) record data as Kafka's LogValidator does before it
+    appends a client's batch: every record whole and exactly as long as its length says, no
+    bytes left after ``count`` records (CorruptBatch otherwise, for the whole batch).
 
-    Returns ``(flags, max_timestamp)``: RECORD_NULL_KEY when a record has a null key,
-    RECORD_BAD_TIMESTAMP when a timestamp (other than -1) lies outside [low, high]; and the
-    largest record timestamp (-1 for none). In C when the extension was built, else
+    Returns the records' largest timestamp (-1 for none) and, as Kafka collects them, every
+    invalid record (None when there is none, so a valid batch allocates nothing): at most one
+    problem a record, the key first, as in Kafka: RECORD_NULL_KEY for a null key when
+    ``key_required`` (a compacted topic); else RECORD_BAD_TIMESTAMP when
+    ``reject_timestamps`` (every record's timestamp is refused) or its timestamp, other than
+    -1, lies outside [low, high]. In C when the extension was built, else
     :func:`_validate_records_py`."""
     if _crecords is None:
-        return _validate_records_py(data, count, base_timestamp, low, high)
-    return _crecords.validate_records(data, count, base_timestamp, low, high)  # type: ignore[no-any-return]
+        return _validate_records_py(
+            data, count, base_timestamp, low, high, key_required, reject_timestamps
+        )
+    return _crecords.validate_records(  # type: ignore[no-any-return]
+        data, count, base_timestamp, low, high, key_required, reject_timestamps
+    )
 
 
 def batch_payload(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) -> bytes:

@@ -513,7 +513,10 @@ class GroupCoordinator:
             return errors.get(exc.code, exc.code), -1
         plog = partition.log
         if plog.unflushed_messages() >= plog.config.flush_messages:
-            await asyncio.to_thread(plog.flush)
+            try:
+                await asyncio.to_thread(plog.flush)
+            except KafkaError as exc:  # KAFKA_STORAGE_ERROR: its directory went offline
+                return errors.get(exc.code, exc.code), -1
         waiter = partition.wait_for_acks(result.last_offset + 1)
         if waiter is not None:
             try:

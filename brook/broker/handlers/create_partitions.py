@@ -1,5 +1,7 @@
 """CreatePartitions (37), v0-3: grow a topic to a new partition count, optionally with
-explicit replica assignments for the new partitions; validate_only."""
+explicit replica assignments for the new partitions; validate_only. Internal topics are
+refused with INVALID_TOPIC_EXCEPTION, and a request adding more than 10,000 partitions in all
+gets POLICY_VIOLATION for every topic (see metadata/controller.py)."""
 
 from __future__ import annotations
 

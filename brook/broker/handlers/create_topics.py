@@ -1,9 +1,13 @@
 """CreateTopics (19), v2-7: name, partitions, replication factor or manual assignment, configs;
 validate_only. v5+ returns the created topic's partitions, replication factor and configs,
-v7 its topic id. Errors and messages follow Kafka's controller (see metadata/controller.py).
+v7 its topic id. Errors and messages follow Kafka's controller (see metadata/controller.py);
+internal topics (``__consumer_offsets``, ...) are the node's to create, so a client asking a
+broker for one gets INVALID_REQUEST, and a request for more than 10,000 partitions in all gets
+POLICY_VIOLATION for every topic.
 
 Served on broker listeners (forwarded to the active controller; the answer waits until this
-broker's image has the topic) and on the controller listener (decided there).
+broker's image has the topic) and on the controller listener (decided there; brokers create
+the internal topics through it, so it takes them).
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from typing import Any
 
 from brook.metadata.controller import CreatedTopic, CreateTopicSpec
 from brook.metadata.controller_api import ControllerError
+from brook.metadata.topics import is_internal
 from brook.protocol.api import ApiKey
 from brook.protocol.build import to_ms
 from brook.protocol.errors import Errors
@@ -72,17 +77,28 @@ def results_of(response: Any) -> list[CreatedTopic]:
 async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     specs = specs_of(request)
-    try:
-        results = await call_controller(
-            broker,
-            lambda c: c.create_topics(specs, bool(request.validate_only)),
-            to_ms(request.timeout),
-            local=ctx.on_controller_listener,
-        )
-    except ControllerError as exc:
-        results = [CreatedTopic(exc.error_code, exc.message, name=spec.name) for spec in specs]
+    results: list[CreatedTopic | None] = [None] * len(specs)
+    if not ctx.on_controller_listener:
+        for i, spec in enumerate(specs):
+            if is_internal(spec.name):
+                message = f"Creation of internal topic {spec.name} is prohibited."
+                results[i] = CreatedTopic(Errors.INVALID_REQUEST, message, name=spec.name)
+    wanted = [spec for spec, result in zip(specs, results, strict=True) if result is None]
+    if wanted:
+        try:
+            decided = await call_controller(
+                broker,
+                lambda c: c.create_topics(wanted, bool(request.validate_only)),
+                to_ms(request.timeout),
+                local=ctx.on_controller_listener,
+            )
+        except ControllerError as exc:
+            decided = [CreatedTopic(exc.error_code, exc.message, name=s.name) for s in wanted]
+        answers = iter(decided)
+        results = [r if r is not None else next(answers) for r in results]
     topics = []
     for spec, result in zip(specs, results, strict=True):
+        assert result is not None
         entry: dict[str, Any] = {
             "name": spec.name,
             "topic_id": result.topic_id,

@@ -1,10 +1,12 @@
 """DeleteRecords (21), v0-2: move a partition's log start offset forward (-1 means the high
-watermark); offsets beyond the high watermark get OFFSET_OUT_OF_RANGE."""
+watermark); offsets beyond the high watermark get OFFSET_OUT_OF_RANGE, internal topics
+INVALID_TOPIC_EXCEPTION as in Kafka."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from brook.metadata.topics import is_internal
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors, KafkaError
 
@@ -24,6 +26,14 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "error_code": Errors.NONE,
             }
             partitions.append(entry)
+            if (
+                is_internal(topic.name)
+                and ctx.broker.image.partition(topic.name, p.partition_index) is not None
+            ):
+                # ReplicaManager.deleteRecordsOnLocalLog: "Cannot delete records of internal
+                # topic" (the response has no message field to carry it).
+                entry["error_code"] = Errors.INVALID_TOPIC_EXCEPTION
+                continue
             partition, code = rm.leader_partition(topic.name, p.partition_index)
             if partition is None:
                 entry["error_code"] = code

@@ -1,5 +1,6 @@
 """DeleteTopics (20), v1-6: by name, or by topic id (v6+). The partitions' logs are removed
-when the metadata change reaches the replica manager."""
+when the metadata change reaches the replica manager. Internal topics are refused with
+INVALID_TOPIC_EXCEPTION (Kafka leaves that to its authorizer; see docs/compatibility.md)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from brook.protocol.api import ApiKey
-from brook.protocol.errors import Errors
+from brook.protocol.errors import Errors, KafkaError
 
 from ..registry import RequestContext, handler
 
@@ -22,7 +22,17 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
             "producer_id": -1,
             "producer_epoch": -1,
         }
-    producer_id = await ctx.broker.producer_ids.next_id()
+    try:
+        producer_id = await ctx.broker.producer_ids.next_id()
+    except KafkaError:
+        # No block of ids can be committed (the metadata log's directory is offline): Kafka's
+        # broker answers this while it has no block, and the client retries.
+        return {
+            "throttle_time": 0,
+            "error_code": Errors.COORDINATOR_LOAD_IN_PROGRESS,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        }
     return {
         "throttle_time": 0,
         "error_code": Errors.NONE,

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
-from brook.metadata.topics import INTERNAL_TOPICS, topic_name_error
+from brook.metadata.topics import is_internal, topic_name_error
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
 
@@ -40,7 +40,7 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any] | Awaitable[dict
             if t.name
             and t.name not in broker.image.topics
             and topic_name_error(t.name) is None
-            and t.name not in INTERNAL_TOPICS
+            and not is_internal(t.name)
         ]
         if missing:
             return _after_creating(ctx, request, topics, missing)
@@ -102,7 +102,8 @@ def _topic(
     entry: dict[str, Any] = {
         "name": name,
         "topic_id": topic_id or ZERO_UUID,
-        "is_internal": False,
+        # Kafka flags a name it does not host by the name alone (Topic.isInternal).
+        "is_internal": is_internal(name),
         "partitions": (),
         "topic_authorized_operations": TOPIC_OPERATIONS if wants_ops else INT32_MIN,
     }
@@ -135,7 +136,7 @@ def _topic(
         error_code=Errors.NONE,
         name=info.name,
         topic_id=info.topic_id,
-        is_internal=info.name in INTERNAL_TOPICS,
+        is_internal=is_internal(info.name),
         partitions=partitions,
     )
     return entry

@@ -1,11 +1,15 @@
 """Produce (0), v3-13 served, v0 advertised as the minimum (as Kafka 4 does, so librdkafka
 before 2.11.1 keeps compression on); v0-2 requests close the connection.
 
-Per partition: leadership, then the log's validation (CRC, one magic-2 batch, sizes,
-idempotent sequences) and append. acks=all waits for the high watermark; acks=0 sends
-nothing back and closes the connection if any partition failed (Kafka's way of telling the
-client). NOT_LEADER_OR_FOLLOWER carries the leader hint and endpoint for v10+ (KIP-951).
-v13 names topics by id. The response is hand-encoded (see brook.protocol.produce_codec).
+Per partition: internal topics refused (INVALID_TOPIC_EXCEPTION, as Kafka answers clients;
+the group coordinator appends to ``__consumer_offsets`` directly), leadership, then the log's
+validation (CRC, one magic-2 batch, sizes, idempotent sequences, every record) and append. A
+batch with invalid records is refused whole with KIP-467's ``record_errors`` (v8+): the index
+and message of each bad record, so a client fails exactly those. acks=all waits for the high
+watermark; acks=0 sends nothing back and closes the connection if any partition failed
+(Kafka's way of telling the client). NOT_LEADER_OR_FOLLOWER carries the leader hint and
+endpoint for v10+ (KIP-951). v13 names topics by id. The response is hand-encoded (see
+brook.protocol.produce_codec).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import uuid
 from typing import Any
 
 from brook.log.log import AppendResult
+from brook.log.record_errors import RecordValidationError
+from brook.metadata.topics import is_internal
 from brook.protocol.api import ApiKey
 from brook.protocol.batch import MAGIC
 from brook.protocol.compression import Codec
@@ -58,6 +64,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 result.error_code = Errors.INVALID_REQUIRED_ACKS
                 any_error = True
                 continue
+            if is_internal(name) and broker.image.partition(name, pdata.index) is not None:
+                # ReplicaManager.appendToLocalLog: only the node writes its internal topics.
+                result.error_code = Errors.INVALID_TOPIC_EXCEPTION
+                result.error_message = f"Cannot append to internal topic {name}"
+                any_error = True
+                continue
             partition, error = rm.leader_partition(name, pdata.index)
             if partition is None:
                 result.error_code = error
@@ -79,6 +91,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             except KafkaError as exc:
                 result.error_code = exc.code
                 result.error_message = exc.message
+                if isinstance(exc, RecordValidationError):
+                    # Kafka answers these with the log start offset and KIP-467's list.
+                    result.record_errors = list(exc.record_errors)
+                    result.log_start_offset = partition.log.log_start_offset
                 any_error = True
                 continue
             result.base_offset = append.first_offset
@@ -91,8 +107,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return None
     delay_ms = broker.fault_produce_delay_ms
     needs_flush = [
-        p
-        for p, _, a in appended
+        (p, r)
+        for p, r, a in appended
         if not a.duplicate and p.log.unflushed_messages() >= p.log.config.flush_messages
     ]
     waits = []
@@ -130,12 +146,24 @@ async def _complete(
     topics: list[tuple[str | uuid.UUID, list[PartitionProduceResult]]],
     hints: list[tuple[int, str, int, str | None]],
     waits: list[tuple[PartitionProduceResult, asyncio.Future[None]]],
-    needs_flush: list[Partition],
+    needs_flush: list[tuple[Partition, PartitionProduceResult]],
     timeout_ms: Any,
     delay_ms: int,
 ) -> bytes:
     if needs_flush:
-        await asyncio.gather(*(asyncio.to_thread(p.log.flush) for p in needs_flush))
+        flushed = await asyncio.gather(
+            *(asyncio.to_thread(p.log.flush) for p, _ in needs_flush), return_exceptions=True
+        )
+        for (_, result), outcome in zip(needs_flush, flushed, strict=True):
+            if isinstance(outcome, BaseException):
+                # Not durable as flush.messages asks: not acknowledged (KAFKA_STORAGE_ERROR).
+                if not isinstance(outcome, KafkaError):
+                    outcome = KafkaError(Errors.UNKNOWN_SERVER_ERROR, str(outcome))
+                result.error_code, result.error_message = outcome.code, outcome.message
+                result.base_offset = -1
+                for failed in [f for r, f in waits if r is result]:
+                    failed.cancel()
+                waits = [(r, f) for r, f in waits if r is not result]
     if waits:
         timeout = _ms(timeout_ms) / 1000
         done, _pending = await asyncio.wait([f for _, f in waits], timeout=max(timeout, 0))

@@ -159,6 +159,23 @@ class AsyncConsumer:
             await self._offsets.close()
             await self._network.close()
 
+    async def abandon(self) -> None:
+        """Stop without a word to the brokers: no commit, no LeaveGroup, fetch sessions left
+        to expire; connections closed. What a Consumer left open at interpreter exit gets,
+        as librdkafka's destructor without consumer close: committing the positions of
+        records the application may not have processed would lose them. The group drops the
+        member after session.timeout.ms."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            abandon = getattr(self._coordinator, "abandon", None)
+            if abandon is not None:
+                await abandon()
+        finally:
+            await self._offsets.close()
+            await self._network.close()
+
     async def __aenter__(self) -> AsyncConsumer:
         await self.start()
         return self

@@ -37,6 +37,8 @@ class Consumer:
         except BaseException:
             _sync.run(self._consumer.close())
             raise
+        # Left open at interpreter exit: stopped as a crashed consumer would be (no commit).
+        self._exit_key = _sync.on_exit(self._consumer.abandon)
 
     @property
     def async_consumer(self) -> AsyncConsumer:
@@ -47,6 +49,7 @@ class Consumer:
         return self._consumer.config
 
     def close(self, timeout_ms: int | None = None) -> None:
+        _sync.forget_on_exit(self._exit_key)
         _sync.run(self._consumer.close(timeout_ms))
 
     def __enter__(self) -> Consumer:

@@ -703,15 +703,20 @@ class ConsumerGroupCoordinator:
             await self._leave_prepare()
             await self.leave_group("the consumer is being closed")
         finally:
-            self._closed = True
-            for task in list(self._tasks):
-                task.cancel()
-            for task in list(self._tasks):
-                with contextlib.suppress(BaseException):
-                    await task
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            await self.abandon()
+
+    async def abandon(self) -> None:
+        """Stop the heartbeat, joins and commits in progress, and close the coordinator's
+        connection, without committing or leaving the group."""
+        self._closed = True
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(BaseException):
+                await task
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     # -- commits ---------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from .errors import (
     BufferExhaustedError,
     KafkaTimeoutError,
     ProducerClosedError,
+    RecordNotAppendedError,
     RecordTooLargeError,
 )
 from .producer import AsyncProducer, Producer
@@ -28,5 +29,6 @@ __all__ = [
     "ProducerClosedError",
     "RecordFuture",
     "RecordMetadata",
+    "RecordNotAppendedError",
     "RecordTooLargeError",
 ]

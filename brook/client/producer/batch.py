@@ -361,8 +361,14 @@ class ProducerBatch:
 
     # -- completion ------------------------------------------------------------------------
 
-    def done(self, base_offset: int, log_append_time: int, error: BaseException | None) -> bool:
-        return self.result.complete(base_offset, log_append_time, error)
+    def done(
+        self,
+        base_offset: int,
+        log_append_time: int,
+        error: BaseException | None,
+        record_errors: Callable[[int], BaseException] | None = None,
+    ) -> bool:
+        return self.result.complete(base_offset, log_append_time, error, record_errors)
 
     @property
     def is_done(self) -> bool:

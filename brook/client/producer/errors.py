@@ -8,6 +8,7 @@ __all__ = [
     "BufferExhaustedError",
     "KafkaTimeoutError",
     "ProducerClosedError",
+    "RecordNotAppendedError",
     "RecordTooLargeError",
 ]
 
@@ -42,3 +43,19 @@ class ProducerClosedError(KafkaError):
 
     def __str__(self) -> str:
         return self.message or "the producer is closed"
+
+
+class RecordNotAppendedError(KafkaError):
+    """The record itself was valid, but the broker refused its batch for other records in it
+    (KIP-467 named those): it was not written and may be sent again. Java's producer raises a
+    plain KafkaException with this message."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            Errors.UNKNOWN_SERVER_ERROR,
+            "Failed to append record because it was part of a batch which had one more more "
+            "invalid records",
+        )
+
+    def __str__(self) -> str:
+        return self.message or ""

@@ -9,6 +9,7 @@ caller's loop.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Mapping, Sequence
 from types import TracebackType
@@ -39,7 +40,11 @@ from .producer_metrics import ProducerMetrics
 from .record import DeliveryCallback, RecordFuture
 from .sender import Sender
 
-__all__ = ["AsyncProducer", "Producer"]
+__all__ = ["EXIT_CLOSE_TIMEOUT_S", "AsyncProducer", "Producer"]
+
+# A Producer still open when the interpreter exits gets this long to deliver what it holds
+# (kafka-python's atexit close gives 1 s; librdkafka's destructor drops it), then closes.
+EXIT_CLOSE_TIMEOUT_S = 5.0
 
 HeadersArg = Sequence[tuple[str, bytes | str | None]] | Mapping[str, bytes | str | None] | None
 _BYTES = (bytes, bytearray, memoryview)
@@ -541,6 +546,8 @@ class Producer:
         except BaseException:
             _sync.run(core.close(0))
             raise
+        # Left open at interpreter exit: closed as close() would, within EXIT_CLOSE_TIMEOUT_S.
+        self._exit_key = _sync.on_exit(functools.partial(core.close, EXIT_CLOSE_TIMEOUT_S))
 
     @property
     def client_id(self) -> str:
@@ -623,6 +630,7 @@ class Producer:
 
     def close(self, timeout: float | None = None) -> None:
         """Deliver what is queued (within ``timeout`` seconds), then close."""
+        _sync.forget_on_exit(self._exit_key)
         _sync.run(self._core.close(timeout))
 
     def metrics(self) -> dict[MetricName, float]:

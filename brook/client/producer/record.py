@@ -46,6 +46,7 @@ class ProduceResult:
         "error",
         "log_append_time",
         "partition",
+        "record_errors",
         "topic",
     )
 
@@ -55,6 +56,9 @@ class ProduceResult:
         self.base_offset = -1
         self.log_append_time = -1
         self.error: BaseException | None = None
+        # KIP-467: when the broker named the records that made it refuse the batch, each
+        # record's own error (by its index in the batch); ``error`` is then the batch's.
+        self.record_errors: Callable[[int], BaseException] | None = None
         self._done = False
         self._event = threading.Event()
         self._lock = threading.Lock()
@@ -74,14 +78,23 @@ class ProduceResult:
                 return
         _invoke(future, callback, delivery)
 
-    def complete(self, base_offset: int, log_append_time: int, error: BaseException | None) -> bool:
-        """Set the outcome and run the callbacks; False if it was already set."""
+    def complete(
+        self,
+        base_offset: int,
+        log_append_time: int,
+        error: BaseException | None,
+        record_errors: Callable[[int], BaseException] | None = None,
+    ) -> bool:
+        """Set the outcome and run the callbacks; False if it was already set.
+        ``record_errors`` gives a failed batch's records errors of their own (Java's
+        ProducerBatch.completeExceptionally with record exceptions)."""
         with self._lock:
             if self._done:
                 return False
             self.base_offset = base_offset
             self.log_append_time = log_append_time
             self.error = error
+            self.record_errors = record_errors
             self._done = True
             callbacks, self._callbacks = self._callbacks, None
         self._event.set()
@@ -104,7 +117,7 @@ class ProduceResult:
                                 future.key_size,
                                 future.value_size,
                             ),
-                            error,
+                            error if record_errors is None else future.error,
                         )
                     else:
                         callback(future)
@@ -136,7 +149,7 @@ class ProduceResult:
 def _invoke(future: RecordFuture, callback: Callable[..., Any], delivery: bool) -> None:
     try:
         if delivery:
-            callback(future._metadata(), future._result.error)
+            callback(future._metadata(), future.error)
         else:
             callback(future)
     except Exception:
@@ -177,6 +190,15 @@ class RecordFuture:
     def cancelled(self) -> bool:
         return False
 
+    @property
+    def error(self) -> BaseException | None:
+        """This record's error once done: its batch's, or its own when the broker named the
+        records that made it refuse the batch."""
+        r = self._result
+        if r.record_errors is not None:
+            return r.record_errors(self._relative_offset)
+        return r.error
+
     def _metadata(self) -> RecordMetadata:
         r = self._result
         offset = -1
@@ -193,7 +215,7 @@ class RecordFuture:
         if not r.done and not r.wait(timeout):
             raise TimeoutError(f"record not acknowledged within {timeout} s")
         if r.error is not None:
-            raise r.error
+            raise self.error or r.error
         return self._metadata()
 
     get = result
@@ -202,7 +224,7 @@ class RecordFuture:
         r = self._result
         if not r.done and not r.wait(timeout):
             raise TimeoutError(f"record not acknowledged within {timeout} s")
-        return r.error
+        return self.error
 
     def add_done_callback(self, fn: Callable[[RecordFuture], Any]) -> None:
         """``fn(future)`` once the record is acknowledged or failed."""

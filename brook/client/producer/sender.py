@@ -14,7 +14,7 @@ import asyncio
 import functools
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from brook.client.config import acks_value
@@ -27,7 +27,7 @@ from brook.client.connection import (
 from brook.client.network import NetworkClient, backoff_ms
 from brook.client.partitioner import NodeLatencyTracker
 from brook.protocol.api import ApiKey
-from brook.protocol.errors import Errors, KafkaError
+from brook.protocol.errors import Errors, KafkaError, error_info
 from brook.protocol.produce_codec import (
     PartitionProduceResult,
     decode_produce_response,
@@ -36,7 +36,7 @@ from brook.protocol.produce_codec import (
 
 from .accumulator import RecordAccumulator, now_ms
 from .batch import ProducerBatch
-from .errors import KafkaTimeoutError, ProducerClosedError
+from .errors import KafkaTimeoutError, ProducerClosedError, RecordNotAppendedError
 from .idempotence import IdempotenceManager
 from .producer_metrics import ProducerMetrics
 
@@ -505,7 +505,12 @@ class Sender:
             if idem is not None:
                 idem.remove_in_flight(batch)
         else:
-            self._fail(batch, error, adjust=batch.attempts < self.retries)
+            self._fail(
+                batch,
+                error,
+                adjust=batch.attempts < self.retries,
+                record_errors=_record_errors(batch, result),
+            )
         if error.invalid_metadata:
             self.network.cluster.request_update()
             leader = result.current_leader
@@ -518,10 +523,16 @@ class Sender:
         if batch.done(base_offset, log_append_time, None):
             self.accumulator.deallocate(batch)
 
-    def _fail(self, batch: ProducerBatch, error: BaseException, adjust: bool) -> None:
+    def _fail(
+        self,
+        batch: ProducerBatch,
+        error: BaseException,
+        adjust: bool,
+        record_errors: Callable[[int], BaseException] | None = None,
+    ) -> None:
         self._untrack(batch)
         self.metrics.record_errors(batch.tp[0], batch.count)
-        if batch.done(-1, -1, error):
+        if batch.done(-1, -1, error, record_errors):
             if self.idempotence is not None and isinstance(error, KafkaError):
                 self.idempotence.handle_failed(batch, error, adjust)
             self.accumulator.deallocate(batch)
@@ -578,8 +589,29 @@ def _set_result(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
-def _describe(batch: ProducerBatch, result: PartitionProduceResult) -> str:
+def _record_errors(
+    batch: ProducerBatch, result: PartitionProduceResult
+) -> Callable[[int], BaseException] | None:
+    """Java's Sender.failBatch for a response naming bad records (KIP-467): each named record
+    fails with its own message (the partition's error for a single one, INVALID_RECORD for
+    several, since one code cannot tell them apart), the others with RecordNotAppendedError."""
+    if not result.record_errors:
+        return None
+    single = len(result.record_errors) == 1
+    code = result.error_code if single else Errors.INVALID_RECORD
+    named: dict[int, BaseException] = {}
+    for index, message in result.record_errors:
+        text = message or result.error_message or error_info(result.error_code).name
+        named[index] = KafkaError(code, f"{_describe(batch, None)}: {text}")
+
+    def error_of(index: int) -> BaseException:
+        return named.get(index) or RecordNotAppendedError()
+
+    return error_of
+
+
+def _describe(batch: ProducerBatch, result: PartitionProduceResult | None) -> str:
     text = f"Produce to {batch.tp[0]}-{batch.tp[1]}"
-    if result.error_message:
+    if result is not None and result.error_message:
         text += f": {result.error_message}"
     return text

@@ -4,6 +4,9 @@ checkpointed high watermarks within the log."""
 
 from __future__ import annotations
 
+import asyncio
+import errno
+import os
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +29,7 @@ from brook.metadata.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
-from brook.protocol.errors import Errors
+from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.records import build_simple_batch
 
 T1, T2 = uuid.uuid4(), uuid.uuid4()
@@ -99,3 +102,152 @@ def test_follows_metadata_changes(setup: tuple[ReplicaManager, list]) -> None:
     apply(RemoveTopicRecord(T1))
     assert rm.partitions == {}
     assert rm.log_manager.get_log("t", 1) is None
+
+
+def test_a_failed_directory_takes_its_partitions_offline(
+    setup: tuple[ReplicaManager, list],
+) -> None:
+    rm, events = setup
+    t0 = rm.partitions[("t", 0)]
+    t0.append_as_leader(build_simple_batch([b"c"], timestamp=NOW), -1, NOW)
+    directory = t0.log.log_dir
+
+    async def fail_while_waiting() -> BaseException | None:
+        # acks=all waits for broker 2, in the ISR, which has not fetched the batch
+        waiter = t0.wait_for_acks(t0.log.log_end_offset)
+        assert waiter is not None
+        error = OSError(errno.ENOSPC, "No space left on device")
+        rm.log_manager.failures.fail(directory, "appending", error)
+        assert sorted(rm.on_log_dir_failure(directory)) == [("t", 0), ("t", 1)]
+        return waiter.exception()
+
+    failure = asyncio.run(fail_while_waiting())
+    assert isinstance(failure, KafkaError) and failure.code == Errors.KAFKA_STORAGE_ERROR
+    assert events[-1] == ("t-0", False)
+    assert rm.partitions == {}
+    assert rm.leader_partition("t", 0) == (None, Errors.KAFKA_STORAGE_ERROR)
+    assert rm.leader_partition("t", 1) == (None, Errors.KAFKA_STORAGE_ERROR)
+    # metadata changes do not bring them back before a restart
+    image = rm.image
+    rm.on_metadata_changes(image.apply(PartitionChangeRecord(T1, 0, leader=1), image.offset + 1))
+    assert rm.leader_partition("t", 0) == (None, Errors.KAFKA_STORAGE_ERROR)
+    assert rm.log_manager.get_log("t", 0) is None
+
+
+def test_new_logs_are_prepared_before_their_records_commit(
+    setup: tuple[ReplicaManager, list],
+) -> None:
+    rm, _ = setup
+    topic_id = uuid.uuid4()
+    records = [
+        TopicRecord("v", topic_id),
+        ConfigRecord(ConfigResourceType.TOPIC, "v", "segment.bytes", "2000"),
+        PartitionRecord(topic_id, 0, (1,), (1,), 1),
+        PartitionRecord(topic_id, 1, (2,), (2,), 2),  # broker 2's: nothing here
+    ]
+    undo = rm.prepare_logs(records)
+    plog = rm.log_manager.get_log("v", 0)
+    assert plog is not None and plog.topic_id == topic_id
+    assert plog.config.segment_bytes == 2000  # with the topic's own configs
+    assert rm.log_manager.get_log("v", 1) is None
+    undo()  # the commit failed
+    assert rm.log_manager.get_log("v", 0) is None and not plog.dir.exists()
+
+
+def test_a_log_that_cannot_be_prepared_fails_the_change(
+    setup: tuple[ReplicaManager, list], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rm, _ = setup
+    topic_id = uuid.uuid4()
+    records = [
+        TopicRecord("w", topic_id),
+        PartitionRecord(topic_id, 0, (1,), (1,), 1),
+        PartitionRecord(topic_id, 1, (1,), (1,), 1),
+    ]
+    real_open = os.open
+
+    def open_(path: str | Path, flags: int, mode: int = 0o777) -> int:
+        if "w-1" in str(path):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_open(path, flags, mode)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "open", open_)
+        with pytest.raises(KafkaError) as info:
+            rm.prepare_logs(records)
+    assert info.value.code == Errors.KAFKA_STORAGE_ERROR
+    assert rm.log_manager.get_log("w", 0) is None  # the one that worked is undone too
+
+
+def test_startup_sets_aside_a_log_of_another_topic_id(tmp_path: Path) -> None:
+    """A topic deleted and created again under its name while the old directory stayed
+    (a crash undid the rename): the old data is moved aside, the new topic starts empty, and
+    the node starts instead of failing with INCONSISTENT_TOPIC_ID."""
+    config = parse_server_config({"log.dirs": str(tmp_path)})
+    manager = LogManager([str(tmp_path)], topic_defaults(config))
+    manager.startup()
+    old = manager.get_or_create_log("t", 0, LogConfig.from_topic_config({}), T2)
+    old.append_as_leader(build_simple_batch([b"old"], timestamp=NOW), 0, NOW)
+    image = MetadataImage()
+    ep = (Endpoint("PLAINTEXT", "h", 1),)
+    image.apply_all(
+        enumerate(
+            [
+                RegisterBrokerRecord(1, "a", 0, ep),
+                TopicRecord("t", T1),
+                PartitionRecord(T1, 0, (1,), (1,), 1),
+            ]
+        )
+    )
+    rm = ReplicaManager(1, config, manager, image)
+    rm.startup()
+    partition = rm.partitions[("t", 0)]
+    assert partition.log.topic_id == T1 and partition.log.log_end_offset == 0
+    assert [p.name for p in tmp_path.glob("t-0.*-stray")] != []
+    rm.shutdown()
+
+
+def test_partitions_whose_logs_may_be_in_an_unloaded_directory_stay_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory failed to load at start: a partition with no log in the others is not
+    given a fresh empty log (it would hand out its offsets again), it is offline."""
+    dirs = [str(tmp_path / "d0"), str(tmp_path / "d1")]
+    config = parse_server_config({"log.dirs": ",".join(dirs)})
+    manager = LogManager(dirs, topic_defaults(config))
+    manager.startup()
+    for p in (0, 1):
+        plog = manager.get_or_create_log("t", p, LogConfig.from_topic_config({}), T1)
+        plog.append_as_leader(build_simple_batch([b"kept"], timestamp=NOW), 0, NOW)
+    lost = next(p for p in (0, 1) if (tmp_path / "d1" / f"t-{p}").exists())
+    manager.shutdown()
+
+    image = MetadataImage()
+    image.apply_all(
+        enumerate(
+            [
+                RegisterBrokerRecord(1, "a", 0, (Endpoint("PLAINTEXT", "h", 1),)),
+                TopicRecord("t", T1),
+                PartitionRecord(T1, 0, (1,), (1,), 1),
+                PartitionRecord(T1, 1, (1,), (1,), 1),
+            ]
+        )
+    )
+    restarted = LogManager(dirs, topic_defaults(config))
+    real_listdir = os.listdir
+
+    def listdir(path: str | Path) -> list[str]:
+        if str(path) == dirs[1]:
+            raise OSError(errno.EIO, "Input/output error")
+        return real_listdir(path)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "listdir", listdir)
+        restarted.startup()
+    rm = ReplicaManager(1, config, restarted, image)
+    rm.startup()
+    assert rm.leader_partition("t", lost) == (None, Errors.KAFKA_STORAGE_ERROR)
+    assert rm.partitions[("t", 1 - lost)].log.log_end_offset == 1
+    assert not (tmp_path / "d0" / f"t-{lost}").exists()
+    rm.shutdown()
+    restarted.shutdown()

@@ -3,13 +3,18 @@ meta.properties, retention and flush scheduling."""
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from brook.log.config import LogConfig
 from brook.log.manager import LogManager
+from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.records import build_simple_batch
 
 NOW = 1_700_000_000_000
@@ -164,3 +169,126 @@ def test_retention_and_flush_scheduling(tmp_path: Path, make_config: MakeConfig)
     assert manager.run_retention(NOW + 2000, {("t", 0): 20, ("u", 0): 2}) == segments
     assert plog.log_start_offset == 20
     manager.shutdown()
+
+
+def _fail_opening(monkeypatch: pytest.MonkeyPatch, suffix: str, code: int) -> None:
+    real_open = os.open
+
+    def open_(path: str | Path, flags: int, mode: int = 0o777) -> int:
+        if str(path).endswith(suffix):
+            raise OSError(code, os.strerror(code), str(path))
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(os, "open", open_)
+
+
+def test_an_offline_directory_is_never_written_again(
+    tmp_path: Path, make_config: MakeConfig
+) -> None:
+    manager = _manager(tmp_path, dirs=2)
+    manager.startup()
+    for p in range(4):
+        manager.get_or_create_log("t", p, make_config())
+        _append(manager, "t", p, 2)
+    failed = manager.log_dirs[0]
+    in_failed = [("t", p) for p in range(4) if (failed / f"t-{p}").exists()]
+    manager.failures.fail(failed, "writing something", OSError(errno.EIO, "Input/output error"))
+    assert manager.handle_dir_failure(failed) == in_failed
+    assert all(manager.get_log(*tp) is None for tp in in_failed)
+    assert manager.online_dirs() == [manager.log_dirs[1]]
+    # new logs go to the directory left; checkpoints and the marker skip the failed one
+    assert manager.get_or_create_log("new", 0, make_config()).log_dir == manager.log_dirs[1]
+    checkpoint = failed / "recovery-point-offset-checkpoint"
+    before = checkpoint.read_bytes() if checkpoint.exists() else None
+    manager.write_recovery_checkpoints()
+    manager.shutdown()
+    assert not (failed / ".kafka_cleanshutdown").exists()
+    assert (manager.log_dirs[1] / ".kafka_cleanshutdown").exists()
+    assert (checkpoint.read_bytes() if checkpoint.exists() else None) == before
+
+    again = _manager(tmp_path, dirs=2)
+    again.startup()  # the failed directory recovers, as after a crash
+    for tp in in_failed:
+        plog = again.get_log(*tp)
+        assert plog is not None and plog.log_end_offset == 4
+    again.shutdown()
+
+
+def test_no_online_directory_means_no_new_log(tmp_path: Path, make_config: MakeConfig) -> None:
+    manager = _manager(tmp_path)
+    manager.startup()
+    manager.failures.fail(manager.log_dirs[0], "writing", OSError(errno.EROFS, "read-only"))
+    manager.handle_dir_failure(manager.log_dirs[0])
+    with pytest.raises(KafkaError) as info:
+        manager.get_or_create_log("t", 0, make_config())
+    assert info.value.code == Errors.KAFKA_STORAGE_ERROR
+    assert not (manager.log_dirs[0] / "t-0").exists()
+
+
+def test_a_log_that_cannot_be_created_takes_its_directory_offline(
+    tmp_path: Path, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = _manager(tmp_path)
+    manager.startup()
+    with monkeypatch.context() as patch:
+        _fail_opening(patch, "partition.metadata.tmp", errno.ENOSPC)
+        with pytest.raises(KafkaError) as info:
+            manager.get_or_create_log("t", 0, make_config(), uuid.uuid4())
+    assert info.value.code == Errors.KAFKA_STORAGE_ERROR
+    assert "Error while writing partition.metadata of t-0" in str(info.value)
+    assert manager.get_log("t", 0) is None
+    assert manager.failures.is_offline(manager.log_dirs[0])
+
+
+def test_a_checkpoint_that_cannot_be_written_takes_its_directory_offline(
+    tmp_path: Path, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = _manager(tmp_path, dirs=2)
+    manager.startup()
+    with monkeypatch.context() as patch:
+        _fail_opening(patch, f"d0{os.sep}replication-offset-checkpoint.tmp", errno.ENOSPC)
+        manager.write_high_watermarks({})  # no exception: the directory goes offline
+    assert manager.failures.is_offline(manager.log_dirs[0])
+    assert not manager.failures.is_offline(manager.log_dirs[1])
+    assert (manager.log_dirs[1] / "replication-offset-checkpoint").exists()
+
+
+def test_a_directory_that_cannot_be_loaded_stays_offline(
+    tmp_path: Path, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manager = _manager(tmp_path, dirs=2)
+    manager.startup()
+    for p in range(4):
+        manager.get_or_create_log("t", p, make_config())
+        _append(manager, "t", p, 1)
+    manager.shutdown()
+    loading = _manager(tmp_path, dirs=2)
+    with monkeypatch.context() as patch:
+        # a segment of d0 cannot be opened (EIO) while loading
+        _fail_opening(patch, f"d0{os.sep}t-0{os.sep}00000000000000000000.log", errno.EIO)
+        loading.startup()
+    assert loading.failures.is_offline(loading.log_dirs[0])
+    assert sorted(p.partition for p in loading.logs()) == sorted(
+        p for p in range(4) if (loading.log_dirs[1] / f"t-{p}").exists()
+    )
+    loading.shutdown()
+
+
+def test_stray_logs_with_data_are_moved_aside_and_empty_ones_deleted(
+    tmp_path: Path, make_config: MakeConfig
+) -> None:
+    manager = _manager(tmp_path)
+    manager.startup()
+    manager.get_or_create_log("full", 0, make_config())
+    _append(manager, "full", 0, 1)
+    manager.get_or_create_log("empty", 0, make_config())
+    aside = manager.set_aside_stray_log("full", 0)
+    assert aside is not None and re.fullmatch(r"full-0\.[0-9a-f]{32}-stray", aside.name)
+    assert sorted(p.name for p in aside.glob("*.log")) == ["00000000000000000000.log"]
+    assert manager.set_aside_stray_log("empty", 0) is None
+    assert not (manager.log_dirs[0] / "empty-0").exists()
+    manager.shutdown()
+    again = _manager(tmp_path)
+    again.startup()  # a "-stray" directory is not a log
+    assert list(again.logs()) == [] and aside.exists()
+    again.shutdown()

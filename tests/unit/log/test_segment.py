@@ -3,6 +3,8 @@ recovery."""
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 import pytest
@@ -246,3 +248,89 @@ def test_delete_removes_every_file(tmp_path: Path) -> None:
     for suffix in (".log", ".index", ".timeindex"):
         assert not segment_path(tmp_path, BASE, suffix).exists()
     assert list(tmp_path.iterdir()) == []
+
+
+def _torn_writev(monkeypatch: pytest.MonkeyPatch, keep: int, *, short: bool) -> None:
+    """os.writev on a disk that fills up after ``keep`` bytes: those bytes land in the file,
+    then the call fails with ENOSPC (``short``: returns the short count and the next write
+    fails, as Linux does for a write that partly fits)."""
+    real_write = os.write
+
+    def writev(fd: int, parts: list[bytes]) -> int:
+        written = real_write(fd, b"".join(parts)[:keep])
+        if short:
+            monkeypatch.setattr(os, "write", _disk_full)
+            return written
+        raise _no_space()
+
+    monkeypatch.setattr(os, "writev", writev)
+
+
+def _no_space() -> OSError:
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def _disk_full(*_args: object) -> int:
+    raise _no_space()
+
+
+@pytest.mark.parametrize("short", [False, True])
+def test_a_write_cut_short_is_rolled_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, short: bool
+) -> None:
+    segment = _segment(tmp_path)
+    written = _fill(segment, 3)
+    before = (segment.size, segment.next_offset, segment.max_timestamp, len(segment.offset_index))
+    data = _batch(segment.next_offset, ts=5000)
+    header = read_header(data)
+    with monkeypatch.context() as patch:
+        _torn_writev(patch, len(data) // 2, short=short)
+        with pytest.raises(OSError) as failed:
+            segment.append([data[:30], data[30:]], len(data), header.last_offset, 5002)
+    assert failed.value.errno == errno.ENOSPC
+    assert (
+        segment.size,
+        segment.next_offset,
+        segment.max_timestamp,
+        len(segment.offset_index),
+    ) == before
+    assert segment.log_path.stat().st_size == before[0]  # the torn half is cut off
+    # O_APPEND writes land where the segment thinks its end is again
+    later = _batch(segment.next_offset, ts=6000)
+    h = read_header(later)
+    segment.append([later], len(later), h.last_offset, h.max_timestamp)
+    assert segment.read(0, 10**6, None, True)[0] == b"".join([*written, later])
+    segment.close()
+    reopened = _segment(tmp_path, create=False)
+    reopened.load()  # indexes and the end check out without recovery
+    assert reopened.next_offset == h.next_offset
+
+
+def test_a_failed_index_write_rolls_the_batch_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    segment = _segment(tmp_path)  # interval 0: every batch after the first adds entries
+    _fill(segment, 2)
+    size, entries = segment.size, len(segment.offset_index)
+    index_path = segment_path(tmp_path, BASE, ".index")
+    index_size = index_path.stat().st_size
+    index_fd = segment.offset_index._fd
+    real_write = os.write
+
+    def write(fd: int, data: bytes) -> int:
+        if fd == index_fd:
+            real_write(fd, bytes(data)[:3])  # a torn entry, then the disk is full
+            raise _no_space()
+        return real_write(fd, data)
+
+    data = _batch(segment.next_offset)
+    header = read_header(data)
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "write", write)
+        with pytest.raises(OSError):
+            segment.append([data], len(data), header.last_offset, header.max_timestamp)
+    assert (segment.size, len(segment.offset_index)) == (size, entries)
+    assert segment.log_path.stat().st_size == size
+    assert index_path.stat().st_size == index_size
+    segment.close()
+    _segment(tmp_path, create=False).load()  # no torn index, no stray batch

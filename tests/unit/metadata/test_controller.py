@@ -10,7 +10,12 @@ import pytest
 from brook.config.server import parse_server_config
 from brook.metadata.controller import ConfigOp, Controller, CreateTopicSpec, OpType
 from brook.metadata.image import MetadataImage
-from brook.metadata.records import ConfigResourceType, Endpoint, RegisterBrokerRecord
+from brook.metadata.records import (
+    ConfigResourceType,
+    Endpoint,
+    RegisterBrokerRecord,
+    TopicRecord,
+)
 from brook.metadata.topics import place_replicas, topic_name_error
 from brook.protocol.errors import Errors
 
@@ -196,3 +201,102 @@ def test_placement_is_balanced() -> None:
 def test_topic_names() -> None:
     assert topic_name_error("ok.name_1-2") is None
     assert topic_name_error("") and topic_name_error("a/b") and topic_name_error(".")
+
+
+def test_internal_topics_are_the_nodes_own() -> None:
+    c = _cluster()
+    for name in ("__consumer_offsets", "__transaction_state", "__cluster_metadata"):
+        d = c.create_topics([CreateTopicSpec(name)], internal_topics_allowed=False)
+        assert (d.results[0].error_code, d.results[0].error_message) == (
+            Errors.INVALID_REQUEST,
+            f"Creation of internal topic {name} is prohibited.",
+        )
+        assert not d.records
+    # the group coordinator creates __consumer_offsets itself
+    d = c.create_topics([CreateTopicSpec("__consumer_offsets", num_partitions=3)])
+    assert d.results[0].ok
+    _commit(c, d)
+    d = c.delete_topics(["__consumer_offsets"], [None])
+    assert d.results[0][2].error_code == Errors.INVALID_TOPIC_EXCEPTION and not d.records
+    topic_id = c.image.topics["__consumer_offsets"].topic_id
+    d = c.delete_topics([None], [topic_id])
+    assert d.results[0][2].error_code == Errors.INVALID_TOPIC_EXCEPTION and not d.records
+    for count in (5, 100_000):
+        d = c.create_partitions([("__consumer_offsets", count, None)])
+        assert d.results[0].error_code == Errors.INVALID_TOPIC_EXCEPTION and not d.records
+    d = c.alter_configs(
+        [(ConfigResourceType.TOPIC, "__consumer_offsets", [ConfigOp("retention.ms", 0, "1")])],
+        incremental=True,
+    )
+    assert d.results[0].ok  # configs stay alterable, as in Kafka
+
+
+@pytest.mark.parametrize("validate_only", [False, True])
+def test_create_topics_beyond_ten_thousand_partitions_refuses_the_whole_request(
+    validate_only: bool,
+) -> None:
+    c = _cluster(**{"num.partitions": "3"})
+    specs = [
+        CreateTopicSpec("a", num_partitions=5000),
+        CreateTopicSpec("b", num_partitions=4996),
+        CreateTopicSpec("c"),  # the default, 3
+        CreateTopicSpec("d", assignments={0: [1], 1: [2]}),
+        CreateTopicSpec("e", num_partitions=0),  # refused on its own, counts nothing
+    ]
+    d = c.create_topics(specs, validate_only)  # 5000 + 4996 + 3 + 2 = 10001
+    assert [(r.name, r.error_code, r.error_message) for r in d.results] == [
+        (s.name, Errors.POLICY_VIOLATION, "Excessively large number of partitions per request.")
+        for s in specs
+    ]
+    assert not d.records
+    d = c.create_topics(specs[1:], validate_only)  # 5001: within the limit
+    assert [r.error_code for r in d.results] == [0, 0, 0, Errors.INVALID_PARTITIONS]
+    d = c.create_topics([CreateTopicSpec("huge", num_partitions=100_000)], validate_only)
+    assert d.results[0].error_code == Errors.POLICY_VIOLATION and not d.records
+    # a repeated name is created once, so it counts once
+    twice = [CreateTopicSpec("x", num_partitions=6000)] * 2
+    assert [r.error_code for r in c.create_topics(twice, validate_only).results] == [
+        0,
+        Errors.INVALID_REQUEST,
+    ]
+    thrice = [*twice, CreateTopicSpec("y", num_partitions=4001)]
+    assert {r.error_code for r in c.create_topics(thrice, validate_only).results} == {
+        Errors.POLICY_VIOLATION
+    }
+
+
+@pytest.mark.parametrize("validate_only", [False, True])
+def test_create_partitions_beyond_ten_thousand_new_partitions_refuses_the_request(
+    validate_only: bool,
+) -> None:
+    c = _cluster()
+    _commit(c, c.create_topics([CreateTopicSpec(n, 2, 1) for n in ("t", "u")]))
+    d = c.create_partitions([("t", 5002, None), ("u", 5003, None)], validate_only)
+    assert [(o.error_code, o.error_message) for o in d.results] == [
+        (Errors.POLICY_VIOLATION, "Excessively large number of partitions per request.")
+    ] * 2
+    assert not d.records
+    d = c.create_partitions([("t", 100_000, None)], validate_only)
+    assert d.results[0].error_code == Errors.POLICY_VIOLATION and not d.records
+    d = c.create_partitions([("t", 5002, None), ("u", 5002, None)], validate_only)
+    assert [o.error_code for o in d.results] == [0, 0]
+    assert len(d.records) == (0 if validate_only else 10_000)
+
+
+@pytest.mark.parametrize("validate_only", [False, True])
+def test_the_metadata_topic_name_is_refused(validate_only: bool) -> None:
+    """As Kafka's ControllerApis: INVALID_REQUEST, and nothing to commit (the name is the
+    metadata log's own directory: a topic under it could never have a log of its own)."""
+    c = _cluster(1)
+    d = c.create_topics(
+        [CreateTopicSpec("__cluster_metadata", 1, 1), CreateTopicSpec("fine", 1, 1)],
+        validate_only,
+    )
+    refused, fine = d.results
+    assert (refused.error_code, refused.error_message) == (
+        Errors.INVALID_REQUEST,
+        "Creation of internal topic __cluster_metadata is prohibited.",
+    )
+    assert fine.ok
+    topics = [r.name for r in d.records if isinstance(r, TopicRecord)]
+    assert topics == ([] if validate_only else ["fine"])

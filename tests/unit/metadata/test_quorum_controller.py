@@ -6,6 +6,8 @@ shutdown follow KIP-631."""
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 import random
 import uuid
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 from brook.config.server import parse_server_config
 from brook.log.config import LogConfig
 from brook.log.log import PartitionLog
+from brook.metadata import records as rec
 from brook.metadata.controller import ConfigOp, CreateTopicSpec, OpType
 from brook.metadata.controller_api import (
     BrokerHeartbeat,
@@ -24,10 +27,10 @@ from brook.metadata.controller_api import (
 )
 from brook.metadata.image import MetadataImage, PartitionChanged, TopicRemoved
 from brook.metadata.loader import MetadataLoader
-from brook.metadata.quorum import LocalQuorum
+from brook.metadata.quorum import LocalQuorum, StorageError
 from brook.metadata.quorum_controller import QuorumController
 from brook.metadata.records import ConfigResourceType, Endpoint, encode
-from brook.protocol.errors import Errors
+from brook.protocol.errors import Errors, KafkaError
 
 CONFIG = LogConfig.from_topic_config({"segment.bytes": 1000})
 SERVER = parse_server_config({"broker.session.timeout.ms": "9000"})
@@ -228,3 +231,124 @@ def test_controlled_shutdown_waits_for_leaderships_to_move(tmp_path: Path) -> No
 
     asyncio.run(run())
     node.log.close()
+
+
+def test_replay_skips_what_it_cannot_apply(tmp_path: Path) -> None:
+    """A metadata log holding records an older Brook let a client commit (a topic named
+    after the metadata log itself) or that cannot apply at all: they are logged and skipped,
+    and the rest of the log replays."""
+    directory = tmp_path / "__cluster_metadata-0"
+    log = PartitionLog.open(directory, CONFIG)
+    reserved, unknown, orders = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    records: list[Any] = [
+        rec.TopicRecord("orders", orders),
+        rec.PartitionRecord(orders, 0, (1,), (1,), 1),
+        rec.TopicRecord("__cluster_metadata", reserved),
+        rec.PartitionRecord(reserved, 0, (1,), (1,), 1),
+        rec.ConfigRecord(ConfigResourceType.TOPIC, "__cluster_metadata", "retention.ms", "1"),
+        rec.PartitionChangeRecord(reserved, 0, leader=1),
+        rec.PartitionRecord(unknown, 0, (1,), (1,), 1),  # no such topic
+    ]
+    values = [rec.encode(r) for r in records]
+    values.insert(4, b"{not json")
+    values.append(rec.encode(rec.TopicRecord("later", uuid.uuid4())))
+    quorum = LocalQuorum(log, 1)
+    quorum.append(quorum.epoch, values)
+    log.close()
+    node = Node(directory)
+    try:
+        node.start()
+        image = node.loader.image
+        assert sorted(image.topics) == ["later", "orders"]
+        assert reserved not in image.topics_by_id and unknown not in image.topics_by_id
+        assert image.topic_configs("__cluster_metadata") == {}
+        changed = [c.topic for c in node.changes if isinstance(c, PartitionChanged)]
+        assert changed == ["orders"] and node.loader.skipped == 6
+        assert image.offset == len(values) - 1
+    finally:
+        node.log.close_files()
+
+
+def test_a_storage_error_commits_nothing_and_fails_what_follows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "__cluster_metadata-0"
+    node = Node(directory)
+
+    async def run() -> None:
+        node.start()
+        epoch = await node.register(1)
+        await node.heartbeat(1, epoch)
+        await node.quorum.drain()
+        end = node.log.log_end_offset
+        real_write = os.write
+
+        def torn(fd: int, parts: list[bytes]) -> int:
+            real_write(fd, b"".join(parts)[:20])
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(os, "writev", torn)
+            with pytest.raises(ControllerError) as failed:
+                await node.controller.create_topics([CreateTopicSpec("t")], False)
+        assert failed.value.error_code == Errors.KAFKA_STORAGE_ERROR
+        assert "No space left on device" in str(failed.value)
+        assert "t" not in node.loader.image.topics and node.log.log_end_offset == end
+        # nothing is committed after the failure either, with room again
+        for attempt in (
+            node.controller.create_topics([CreateTopicSpec("u")], False),
+            node.controller.allocate_producer_ids(1, epoch),
+        ):
+            with pytest.raises(ControllerError) as later:
+                await attempt
+            assert later.value.error_code == Errors.KAFKA_STORAGE_ERROR
+        assert node.log.log_end_offset == end
+
+    asyncio.run(run())
+    node.log.close_files()
+    again = Node(directory, clean=False)
+    try:
+        again.start()
+        assert again.loader.image.topics == {} and 1 in again.loader.image.brokers
+    finally:
+        again.log.close_files()
+
+
+def test_logs_are_prepared_before_the_append_and_undone_when_it_fails(tmp_path: Path) -> None:
+    node = Node(tmp_path / "__cluster_metadata-0")
+    calls: list[str] = []
+
+    def preparer(records: Any) -> Any:
+        calls.append(f"prepare {len(records)} at {node.log.log_end_offset}")
+        if any(isinstance(r, rec.TopicRecord) and r.name == "refused" for r in records):
+            raise KafkaError(Errors.KAFKA_STORAGE_ERROR, "cannot create its logs")
+        return lambda: calls.append("undo")
+
+    async def run() -> None:
+        node.start()
+        epoch = await node.register(1)
+        await node.heartbeat(1, epoch)
+        node.controller.set_preparer(preparer)
+        end = node.log.log_end_offset
+        # all or nothing: the request's other topic is not committed either
+        with pytest.raises(ControllerError) as failed:
+            await node.controller.create_topics(
+                [CreateTopicSpec("ok"), CreateTopicSpec("refused")], False
+            )
+        assert failed.value.error_code == Errors.KAFKA_STORAGE_ERROR
+        assert node.log.log_end_offset == end and node.loader.image.topics == {}
+        done = await node.controller.create_topics([CreateTopicSpec("ok")], False)
+        assert done.value[0].ok and "ok" in node.loader.image.topics
+        assert calls == [f"prepare 4 at {end}", f"prepare 2 at {end}"]
+
+        def failing_append(epoch: int, values: list[bytes]) -> int:
+            raise StorageError("metadata log offline")
+
+        node.quorum.append = failing_append  # type: ignore[method-assign]
+        with pytest.raises(ControllerError) as late:
+            await node.controller.create_topics([CreateTopicSpec("late")], False)
+        assert late.value.error_code == Errors.KAFKA_STORAGE_ERROR
+        assert calls[-1] == "undo" and "late" not in node.loader.image.topics
+
+    asyncio.run(run())
+    node.log.close_files()

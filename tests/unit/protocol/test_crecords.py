@@ -144,12 +144,21 @@ def test_out_of_range_fields_are_corrupt_in_both(
 # -- the broker's side: validate_records ------------------------------------------------
 
 
-def validate(impl: Any, data: bytes, count: int, low: int, high: int) -> Any:
+def validate(
+    impl: Any,
+    data: bytes | memoryview,
+    count: int,
+    low: int,
+    high: int,
+    key_required: bool = False,
+    reject_timestamps: bool = False,
+) -> Any:
     """validate_records' result, or "CorruptBatch"."""
+    args = (data, count, 1_700_000_000_000, low, high, key_required, reject_timestamps)
     try:
         if impl is None:
-            return records._validate_records_py(data, count, 1_700_000_000_000, low, high)
-        return impl.validate_records(data, count, 1_700_000_000_000, low, high)
+            return records._validate_records_py(*args)
+        return impl.validate_records(*args)
     except CorruptBatch:
         return "CorruptBatch"
 
@@ -161,18 +170,28 @@ bounds = st.tuples(st.integers(-(2**41), 2**41), st.integers(0, 2**42)).map(
 
 @needs_c
 @settings(max_examples=300, deadline=None)
-@given(record_lists, bounds)
-def test_validation_agrees_on_valid_data(items: list[tuple[Any, ...]], lh: tuple[int, int]) -> None:
+@given(record_lists, bounds, st.booleans(), st.booleans())
+def test_validation_agrees_on_valid_data(
+    items: list[tuple[Any, ...]], lh: tuple[int, int], key_required: bool, reject: bool
+) -> None:
     data = encode(items)
     low, high = lh
-    flags, largest = validate(crecords, data, len(items), low, high)
-    assert (flags, largest) == validate(None, data, len(items), low, high)
+    largest, problems = validate(crecords, data, len(items), low, high, key_required, reject)
+    assert (largest, problems) == validate(None, data, len(items), low, high, key_required, reject)
     stamps = [1_700_000_000_000 + ts for _, _, _, ts in items]
     assert largest == max([-1, *stamps])
-    assert bool(flags & records.RECORD_NULL_KEY) == any(key is None for key, *_ in items)
-    assert bool(flags & records.RECORD_BAD_TIMESTAMP) == any(
-        t != -1 and not low <= t <= high for t in stamps
-    )
+    # Every invalid record, in order, one problem each, the key first (Kafka's LogValidator).
+    expected = []
+    for i, ((key, value, _, _), stamp) in enumerate(zip(items, stamps, strict=True)):
+        if key_required and key is None:
+            problem = records.RECORD_NULL_KEY
+        elif reject or (stamp != -1 and not low <= stamp <= high):
+            problem = records.RECORD_BAD_TIMESTAMP
+        else:
+            continue
+        sizes = (-1 if key is None else len(key), -1 if value is None else len(value))
+        expected.append((i, problem, i, stamp, *sizes))
+    assert problems == (expected or None)
     # One record fewer or more than the data holds is malformed.
     assert validate(crecords, data, len(items) - 1, low, high) == "CorruptBatch"
     assert validate(crecords, data, len(items) + 1, low, high) == "CorruptBatch"
@@ -186,9 +205,22 @@ def test_validation_agrees_on_damaged_data(
 ) -> None:
     damaged = damage(items, data)
     count = len(items)
-    assert validate(crecords, damaged, count, 0, 2**62) == validate(None, damaged, count, 0, 2**62)
+    required = data.draw(st.booleans())
+    assert validate(crecords, damaged, count, 0, 2**62, required) == validate(
+        None, damaged, count, 0, 2**62, required
+    )
     view = memoryview(damaged)
-    assert validate(crecords, view, count, 0, 2**62) == validate(None, view, count, 0, 2**62)
+    assert validate(crecords, view, count, 0, 2**62, required) == validate(
+        None, view, count, 0, 2**62, required
+    )
+
+
+@needs_c
+def test_validation_arguments_are_checked() -> None:
+    with pytest.raises(TypeError):
+        crecords.validate_records(b"", 0, 0, 0, 0)
+    with pytest.raises(TypeError):
+        crecords.validate_records(object(), 0, 0, 0, 0, False, False)
 
 
 # -- the producer's side: encode_record_body and append_record ------------------------------

@@ -22,6 +22,13 @@ results = st.builds(
     log_start_offset=st.integers(-1, 2**40),
     error_message=st.one_of(st.none(), st.text(max_size=20)),
     current_leader=st.one_of(st.none(), st.tuples(st.integers(0, 5), st.integers(0, 99))),
+    record_errors=st.one_of(
+        st.none(),
+        st.lists(
+            st.tuples(st.integers(0, 2**31 - 1), st.one_of(st.none(), st.text(max_size=30))),
+            max_size=4,
+        ),
+    ),
 )
 endpoints = st.lists(
     st.tuples(
@@ -53,7 +60,10 @@ def _reference(
                         "base_offset": p.base_offset,
                         "log_append_time": p.log_append_time_ms,
                         "log_start_offset": p.log_start_offset,
-                        "record_errors": (),
+                        "record_errors": [
+                            {"batch_index": i, "batch_index_error_message": m}
+                            for i, m in p.record_errors or ()
+                        ],
                         "error_message": p.error_message,
                         **(
                             {
@@ -87,6 +97,7 @@ def test_matches_kio(version: int, parts: list[PartitionProduceResult], eps: lis
     if version < 8:
         for p in parts:
             p.error_message = None
+            p.record_errors = None
     topic: Any = uuid.uuid4() if version >= 13 else "topic-a"
     mine = encode_produce_response(version, [(topic, parts)], eps)
     assert mine == _reference(version, topic, parts, eps)

@@ -89,6 +89,7 @@ def test_response_decoder_reads_what_the_encoder_wrote(
                 assert g.log_start_offset == s.log_start_offset
             if version >= 8:
                 assert g.error_message == s.error_message
+                assert g.record_errors == (s.record_errors or None)
             leader = s.current_leader if version >= 10 else None
             assert g.current_leader == (None if leader in (None, (-1, -1)) else leader)
     if version >= 10 and nodes:
