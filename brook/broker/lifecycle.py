@@ -62,6 +62,8 @@ class BrokerLifecycleManager:
         self.caught_up = False
         self._registration: BrokerRegistration | None = None
         self._unfenced = asyncio.Event()
+        self._caught_up = asyncio.Event()
+        self._ready = False
         self._may_shut_down = asyncio.Event()
         self._want_shutdown = False
         self._task: asyncio.Task[None] | None = None
@@ -112,6 +114,15 @@ class BrokerLifecycleManager:
             f"{timeout_s * 1000:.0f} ms (initial.broker.registration.timeout.ms): {last}"
         )
 
+    async def wait_caught_up(self) -> None:
+        """Until the controller says this broker's metadata has reached its registration."""
+        await self._caught_up.wait()
+
+    def ready(self) -> None:
+        """The broker can serve (its logs are loaded): stop asking to stay fenced."""
+        self._ready = True
+        self._wake.set()
+
     async def wait_unfenced(self) -> None:
         await self._unfenced.wait()
 
@@ -123,7 +134,7 @@ class BrokerLifecycleManager:
                         self.node_id,
                         self.broker_epoch,
                         self.metadata_offset(),
-                        want_fence=False,
+                        want_fence=not self._ready,
                         want_shutdown=self._want_shutdown,
                     )
                 )
@@ -143,14 +154,18 @@ class BrokerLifecycleManager:
                 return
             if self._want_shutdown:
                 interval = _SHUTDOWN_INTERVAL_S
-            elif not reply.is_caught_up or reply.is_fenced:
+            elif not reply.is_caught_up or (reply.is_fenced and self._ready):
                 interval = _STARTING_INTERVAL_S
+            elif not self._ready:
+                interval = _STARTING_INTERVAL_S * 10
             else:
                 interval = self.heartbeat_interval_s
             await self._sleep(interval)
 
     def _on_reply(self, reply: HeartbeatReply) -> None:
         self.caught_up = reply.is_caught_up
+        if reply.is_caught_up:
+            self._caught_up.set()
         if reply.is_fenced != self.fenced:
             log.info("broker %d is %s", self.node_id, "fenced" if reply.is_fenced else "unfenced")
         self.fenced = reply.is_fenced

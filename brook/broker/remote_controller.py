@@ -241,6 +241,10 @@ class RemoteController:
         _raise_error(response)
         return HeartbeatReply(response.is_caught_up, response.is_fenced, response.should_shut_down)
 
+    async def forward(self, api_key: ApiKey, version: int, request: Any) -> Any:
+        """Send a request as it came (DescribeQuorum) to the active controller."""
+        return await self._send(api_key, version, request, _top_level_refused)
+
     def _timeout_ms(self) -> int:
         return int(self.timeout_s * 1000)
 

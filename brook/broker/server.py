@@ -20,10 +20,12 @@ from brook.config.server import (
     log_dirs,
     node_id,
     parse_listener,
+    roles,
     topic_defaults,
     voters,
 )
 from brook.log.config import LogConfig
+from brook.log.log import PartitionLog
 from brook.log.manager import LogManager
 from brook.log.meta_properties import StorageCheckError, check_storage
 from brook.metadata.controller_api import ControllerApi, ControllerError
@@ -31,7 +33,8 @@ from brook.metadata.image import MetadataImage
 from brook.metadata.loader import MetadataLoader
 from brook.metadata.quorum import LocalQuorum
 from brook.metadata.quorum_controller import QuorumController
-from brook.metadata.records import METADATA_TOPIC, METADATA_TOPIC_ID, Endpoint
+from brook.metadata.records import METADATA_TOPIC, METADATA_TOPIC_ID, Endpoint, encode
+from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors, KafkaError
 
 from . import handlers  # noqa: F401  (registers every API handler)
@@ -40,7 +43,8 @@ from .group.coordinator import GroupCoordinator
 from .lifecycle import BrokerLifecycleManager
 from .network import SocketServer
 from .producer_ids import ProducerIdManager
-from .remote_controller import ControllerRouter
+from .registry import CONTROLLER
+from .remote_controller import ControllerRouter, RemoteController
 from .replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
@@ -77,14 +81,16 @@ class Broker:
         self.fault_produce_delay_ms = int(config["brook.fault.produce.delay.ms"])
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
-        self.quorum: LocalQuorum
+        self.roles: frozenset[str] = frozenset()
+        self.quorum: Any = None  # LocalQuorum on a lone node, else the Raft client
+        self.raft: Any = None
         self.quorum_controller: QuorumController | None = None
         self.controller: ControllerApi
-        self.lifecycle: BrokerLifecycleManager
+        self.lifecycle: BrokerLifecycleManager | None = None
         self.cluster_id = ""
-        self.replica_manager: ReplicaManager
+        self.replica_manager: ReplicaManager | None = None  # None on a controller-only node
         self.producer_ids: ProducerIdManager
-        self.group_coordinator: GroupCoordinator
+        self.group_coordinator: GroupCoordinator | None = None
 
     @property
     def image(self) -> MetadataImage:
@@ -93,7 +99,7 @@ class Broker:
 
     @property
     def broker_epoch(self) -> int:
-        return self.lifecycle.broker_epoch
+        return -1 if self.lifecycle is None else self.lifecycle.broker_epoch
 
     def local_controller(self) -> QuorumController:
         """This node's own controller, for requests on the controller listener."""
@@ -108,8 +114,12 @@ class Broker:
             return {}
         return {i: (names[0], h, p) for i, (h, p) in voters(self.config).items()}
 
-    async def forward_describe_quorum(self) -> Any:
-        raise ControllerError(Errors.NOT_CONTROLLER, "no remote controller")
+    async def forward_describe_quorum(self, version: int, request: Any) -> Any:
+        """DescribeQuorum answered by the active controller (a broker does not know the
+        replicas' progress)."""
+        if not isinstance(self.controller, ControllerRouter) or self.controller.remote is None:
+            raise ControllerError(Errors.NOT_CONTROLLER, "no remote controller")
+        return await self.controller.remote.forward(ApiKey.DESCRIBE_QUORUM, version, request)
 
     def controller_id_for_clients(self) -> int:
         """The ``controller_id`` of Metadata and DescribeCluster: as in KRaft, a live broker
@@ -122,12 +132,64 @@ class Broker:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
+        """Start the node's roles: the quorum (as a voter or an observer) and the controller,
+        then, on a broker, registration, catching up with the metadata log, the logs and
+        partitions this broker hosts, and serving clients once the controller unfences it."""
+        cfg = self.config
+        self.roles = roles(cfg)
+        sole = is_sole_voter(cfg)
         self.cluster_id = check_storage(
-            log_dirs(self.config),
+            log_dirs(cfg),
             self.node_id,
-            configured_cluster_id=self.config["cluster.id"],
-            may_self_format=is_sole_voter(self.config),
+            configured_cluster_id=cfg["cluster.id"],
+            may_self_format=sole,
         )
+        meta_log = self._load_logs()
+        if sole:
+            self.quorum = LocalQuorum(meta_log, self.node_id, self.clock)
+        else:
+            self.raft = self.quorum = self._raft_client(meta_log)
+        self.quorum.register_listener(self.loader)
+        if "controller" in self.roles:
+            self.quorum_controller = QuorumController(
+                self.node_id, self.cluster_id, self.quorum, self.loader, cfg, self.clock
+            )
+        remote = None
+        if not sole:
+            remote = RemoteController(
+                self.node_id,
+                voters(cfg),
+                lambda: self.quorum.leader.leader_id,
+                int(cfg["request.timeout.ms"]),
+            )
+        self.controller = ControllerRouter(self.quorum_controller, remote)
+        controller_listeners = [x for x in self.listeners if x[0] in self.controller_listeners]
+        if "controller" in self.roles and controller_listeners and not sole:
+            # voters must reach each other before anything else can happen
+            await self.socket_server.bind(controller_listeners, scope=CONTROLLER)
+            await self.socket_server.serve([name for name, _, _ in controller_listeners])
+        if isinstance(self.quorum, LocalQuorum):
+            self.quorum.start()
+        else:
+            await self.quorum.start()
+        legacy = self.image.cluster_id  # metadata logs written before meta.properties did
+        if legacy is not None and legacy != self.cluster_id:
+            raise StorageCheckError(
+                f"The cluster id {legacy} of the metadata log does not match the cluster id "
+                f"{self.cluster_id} in meta.properties"
+            )
+        if "broker" in self.roles:
+            await self._start_broker(sole)
+        self._start_background()
+        log.info(
+            "Brook node %d started as %s (cluster %s)",
+            self.node_id,
+            ",".join(sorted(self.roles)),
+            self.cluster_id,
+        )
+
+    def _load_logs(self) -> PartitionLog:
+        """Load the log directories; the metadata log must be among what loaded."""
         self.log_manager.startup()
         offline = self.log_manager.failures.offline_dirs()
         if offline and self.log_manager.get_log(METADATA_TOPIC, 0) is None:
@@ -145,35 +207,6 @@ class Broker:
                 "serving without the offline log directories %s; restart once they are repaired",
                 ", ".join(map(str, offline)),
             )
-        self.quorum = LocalQuorum(meta_log, self.node_id, self.clock)
-        self.quorum.register_listener(self.loader)
-        self.quorum_controller = QuorumController(
-            self.node_id, self.cluster_id, self.quorum, self.loader, self.config, self.clock
-        )
-        self.controller = ControllerRouter(self.quorum_controller, None)
-        self.quorum.start()
-        log.info(
-            "metadata loaded up to offset %d (%d record(s) skipped)",
-            self.loader.applied_offset,
-            self.loader.skipped,
-        )
-        legacy = self.image.cluster_id  # metadata logs written before meta.properties did
-        if legacy is not None and legacy != self.cluster_id:
-            raise StorageCheckError(
-                f"The cluster id {legacy} of the metadata log does not match the cluster id "
-                f"{self.cluster_id} in meta.properties"
-            )
-        self.replica_manager = ReplicaManager(
-            self.node_id, self.config, self.log_manager, self.image
-        )
-        # group coordinator: loads groups as this node becomes leader of __consumer_offsets
-        # partitions, so it hooks into the replica manager before partitions are applied
-        self.group_coordinator = GroupCoordinator(self)
-        self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership)
-        self.group_coordinator.start()
-        self.replica_manager.startup()
-        self.loader.add_publisher(self.replica_manager.on_metadata_changes)
-        self.quorum_controller.set_preparer(self.replica_manager.prepare_logs)
         loop = asyncio.get_running_loop()
 
         def on_failure(directory: Path) -> None:  # on whichever thread failed
@@ -181,10 +214,36 @@ class Broker:
                 loop.call_soon_threadsafe(self._on_log_dir_failure, directory)
 
         self.log_manager.failures.set_handler(on_failure)
+        return meta_log
+
+    def _raft_client(self, meta_log: PartitionLog) -> Any:
+        from brook.raft.client import RaftClient, SnapshotPolicy
+        from brook.raft.config import RaftConfig
+        from brook.raft.partition_log import PartitionRaftLog
+        from brook.raft.quorum_state import FileQuorumStateStore
+
+        cfg = self.config
+        raft_log = PartitionRaftLog(meta_log)
+        return RaftClient(
+            self.node_id,
+            voters(cfg),
+            self.cluster_id,
+            RaftConfig.from_server_config(cfg),
+            raft_log,
+            FileQuorumStateStore(Path(meta_log.dir) / "quorum-state"),
+            self.clock,
+            snapshot_policy=SnapshotPolicy(
+                int(cfg["metadata.log.max.record.bytes.between.snapshots"]),
+                int(cfg["metadata.log.max.snapshot.interval.ms"]),
+                int(cfg["metadata.max.retention.bytes"]),
+            ),
+            snapshot_source=lambda: [encode(r) for r in self.image.snapshot_records()],
+        )
+
+    async def _start_broker(self, sole: bool) -> None:
+        cfg = self.config
         client_listeners = [
-            lst
-            for lst in self.listeners
-            if lst[0] not in self.controller_listeners or len(self.listeners) == 1
+            lst for lst in self.listeners if lst[0] not in self.controller_listeners or sole
         ]
         await self.socket_server.bind(client_listeners)
         endpoints = []
@@ -199,17 +258,35 @@ class Broker:
             self.cluster_id,
             self.controller,
             lambda: self.loader.applied_offset,
-            heartbeat_interval_ms=int(self.config["broker.heartbeat.interval.ms"]),
-            registration_timeout_ms=int(self.config["initial.broker.registration.timeout.ms"]),
+            heartbeat_interval_ms=int(cfg["broker.heartbeat.interval.ms"]),
+            registration_timeout_ms=int(cfg["initial.broker.registration.timeout.ms"]),
         )
-        await self.lifecycle.start(endpoints, self.config["broker.rack"])
+        await self.lifecycle.start(endpoints, cfg["broker.rack"])
+        # The partitions this broker hosts are known once its image has caught up with the
+        # metadata log: loading them from a stale image could take a log it still hosts
+        # for a stray one.
+        await self.lifecycle.wait_caught_up()
+        log.info(
+            "metadata caught up at offset %d (%d record(s) skipped)",
+            self.loader.applied_offset,
+            self.loader.skipped,
+        )
+        self.replica_manager = ReplicaManager(self.node_id, cfg, self.log_manager, self.image)
+        # group coordinator: loads groups as this node becomes leader of __consumer_offsets
+        # partitions, so it hooks into the replica manager before partitions are applied
+        self.group_coordinator = GroupCoordinator(self)
+        self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership)
+        self.group_coordinator.start()
+        self.replica_manager.startup()
+        self.loader.add_publisher(self.replica_manager.on_metadata_changes)
+        if self.quorum_controller is not None:
+            self.quorum_controller.set_preparer(self.replica_manager.prepare_logs)
+        self.lifecycle.ready()
         await self.lifecycle.wait_unfenced()
         self.producer_ids = ProducerIdManager(
             self.controller, self.node_id, lambda: self.broker_epoch
         )
-        await self.socket_server.serve()
-        self._start_background()
-        log.info("Brook node %d started (cluster %s)", self.node_id, self.cluster_id)
+        await self.socket_server.serve([name for name, _, _ in client_listeners])
 
     def _on_log_dir_failure(self, directory: Path) -> None:
         """A log directory went offline (Kafka's LogDirFailureHandler). Kafka halts when the
@@ -239,10 +316,18 @@ class Broker:
         # thread must not race the final one), then stop.
         self._stopping.set()
         await asyncio.gather(*self._tasks)
-        await self.lifecycle.stop()
+        if self.lifecycle is not None:
+            await self._controlled_shutdown()
+            await self.lifecycle.stop()
+        if self.raft is not None:
+            await self.raft.shutdown(int(self.config["controller.quorum.request.timeout.ms"]))
         await self.socket_server.stop()
-        await self.group_coordinator.stop()
-        self.replica_manager.shutdown()
+        if self.group_coordinator is not None:
+            await self.group_coordinator.stop()
+        if self.replica_manager is not None:
+            self.replica_manager.shutdown()
+        if isinstance(self.controller, ControllerRouter) and self.controller.remote is not None:
+            self.controller.remote.close()
         self.log_manager.shutdown()
         offline = self.log_manager.failures.offline_dirs()
         if offline:
@@ -254,6 +339,24 @@ class Broker:
             )
         else:
             log.info("Brook node %d stopped cleanly", self.node_id)
+
+    async def _controlled_shutdown(self) -> None:
+        """SIGTERM on a broker (controlled.shutdown.enable): let the controller move this
+        broker's leaderships to other brokers before it goes. Alone in the cluster there is
+        nowhere to move them, and nothing is done."""
+        assert self.lifecycle is not None
+        others = [b for b in self.image.live_brokers() if b.broker_id != self.node_id]
+        if not self.config["controlled.shutdown.enable"] or not others:
+            return
+        timeout_s = int(self.config["broker.session.timeout.ms"]) / 1000
+        if await self.lifecycle.controlled_shutdown(timeout_s):
+            log.info("controlled shutdown of broker %d done: its leaderships moved", self.node_id)
+        else:
+            log.warning(
+                "controlled shutdown of broker %d did not finish within %.0f s; stopping anyway",
+                self.node_id,
+                timeout_s,
+            )
 
     # ------------------------------------------------------------------ background work
     def _start_background(self) -> None:
@@ -288,6 +391,8 @@ class Broker:
                 await asyncio.to_thread(plog.flush)
 
     async def _retention(self) -> None:
+        if self.replica_manager is None:
+            return
         deleted = self.replica_manager.run_retention()
         if deleted:
             log.info("retention deleted %d segment(s)", deleted)
@@ -297,6 +402,8 @@ class Broker:
 
     # Checkpoints are snapshotted here and written (with their fsyncs) on a worker thread.
     async def _checkpoint_hw(self) -> None:
+        if self.replica_manager is None:
+            return
         files = self.log_manager.high_watermark_files(self.replica_manager.high_watermarks())
         await asyncio.to_thread(self.log_manager.write_checkpoints, files)
 

@@ -14,6 +14,7 @@ from brook.metadata.controller_api import ControllerError
 from brook.metadata.records import METADATA_TOPIC
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
+from brook.protocol.framing import encode_kio
 
 from ..registry import BROKER, CONTROLLER, RequestContext, handler
 
@@ -59,7 +60,10 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if wanted != [(METADATA_TOPIC, 0)]:
         return _error(Errors.INVALID_REQUEST, "DescribeQuorum names __cluster_metadata-0 only")
     if not ctx.on_controller_listener and not broker.quorum.describes_locally:
-        return await broker.forward_describe_quorum()
+        try:
+            return encode_kio(await broker.forward_describe_quorum(ctx.api_version, request))
+        except ControllerError as exc:
+            return _error(exc.error_code, exc.message)
     info = broker.quorum.describe(broker.clock())
     partition = {
         "partition_index": 0,
