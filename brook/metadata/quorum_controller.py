@@ -91,6 +91,7 @@ class QuorumController:
         self._waiting: list[tuple[int, asyncio.Future[None]]] = []
         self._fencer: asyncio.Task[None] | None = None
         self._preparer: Preparer | None = None
+        self._activated_before = False
         quorum.register_listener(self)
 
     @property
@@ -125,10 +126,16 @@ class QuorumController:
         image = self.loader.image.copy()
         self._active = _Active(epoch, image, self.server_config, self.rng)
         now = self.clock()
-        self.heartbeats.reset(
-            {b.broker_id: (b.fenced, b.in_controlled_shutdown) for b in image.brokers.values()},
-            now,
-        )
+        sessions = {
+            b.broker_id: (b.fenced, b.in_controlled_shutdown) for b in image.brokers.values()
+        }
+        if not self._activated_before:
+            # This process just started: the broker of this very node (a combined node) is
+            # not running its old incarnation any more, so its registration is not kept
+            # alive for a session timeout; every other broker's is (a failover fences no one).
+            sessions.pop(self.node_id, None)
+            self._activated_before = True
+        self.heartbeats.reset(sessions, now)
         with contextlib.suppress(RuntimeError):  # no loop: a test driving the shell by hand
             self._fencer = asyncio.get_running_loop().create_task(self._fence_stale_brokers())
         log.info("node %d is the active controller in epoch %d", self.node_id, epoch)

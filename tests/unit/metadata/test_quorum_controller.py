@@ -352,3 +352,33 @@ def test_logs_are_prepared_before_the_append_and_undone_when_it_fails(tmp_path: 
 
     asyncio.run(run())
     node.log.close_files()
+
+
+def test_a_restarted_node_registers_its_own_broker_at_once(tmp_path: Path) -> None:
+    """A new active controller keeps every broker's registration alive for a session
+    timeout (a failover must not fence anyone), except the broker of its own node when the
+    process has just started: that one's old incarnation is gone with the old process."""
+    directory = tmp_path / "__cluster_metadata-0"
+    node = Node(directory)
+
+    async def first_life() -> None:
+        node.start()
+        for broker_id in (1, 2):
+            await node.heartbeat(broker_id, await node.register(broker_id))
+        await node.quorum.drain()
+
+    asyncio.run(first_life())
+    node.log.close()
+    again = Node(directory)
+
+    async def second_life() -> None:
+        again.start()
+        assert await again.register(1) > 0  # this node's broker, restarted with it
+        with pytest.raises(ControllerError) as dup:
+            await again.register(2)  # another broker whose session may still be alive
+        assert dup.value.error_code == Errors.DUPLICATE_BROKER_REGISTRATION
+        again.now += 9001
+        assert await again.register(2) > 0
+
+    asyncio.run(second_life())
+    again.log.close()
