@@ -654,6 +654,8 @@ class Simulation:
                 # a request a crashed sender sent may still arrive; its answer finds nobody
                 if dst.core is None or dst.incarnation != dst_inc:
                     continue
+                if self.trace is not None:
+                    self.log(f"node {dst_id} <- {src_id}: {_brief(request)}")
                 self._run(dst, dst.core.handle_request(src_id, request, at))
                 self._maybe_crash_after(dst)
             elif kind == _RESPONSE:
@@ -661,6 +663,8 @@ class Simulation:
                 dst = nodes[dst_id]
                 if dst.core is None or dst.incarnation != dst_inc:
                     continue
+                if self.trace is not None:
+                    self.log(f"node {dst_id} <- {src_id}: {_brief(response)}")
                 self._run(dst, dst.core.handle_response(src_id, request, response, at))
                 self._maybe_crash_after(dst)
             elif kind == _SEND_FAIL:
@@ -680,6 +684,17 @@ class Simulation:
             f"no leader committed a new append within {LIVENESS_MS} ms after the faults stopped"
         )
         return self
+
+
+def _brief(message: object) -> str:
+    """A message for the trace, without the fields every message repeats."""
+    text = repr(message)
+    for noise in (", topic='__cluster_metadata', partition=0", "cluster_id='sim-cluster', "):
+        text = text.replace(noise, "")
+    if isinstance(getattr(message, "records", None), tuple) and message.records:  # type: ignore[attr-defined]
+        batches = message.records  # type: ignore[attr-defined]
+        text = text.split(", records=")[0] + f", records=<{len(batches)} batches>)"
+    return text if len(text) <= 220 else text[:217] + "..."
 
 
 def run_seed(seed: int, trace: bool = False) -> Simulation:
