@@ -7,7 +7,8 @@ from the cluster's size to each message's delay, follows from ONE integer seed.
 
 Invariants are checked after every step (and every quorum-state write):
 
-* at most one leader per epoch, ever; persisted epochs never decrease;
+* at most one leader per epoch, ever; persisted epochs never decrease; a granted vote is
+  persisted before its response leaves the node;
 * the records each node's listener applies as committed are the same on every node, offset by
   offset, and a snapshot's content matches the prefix it claims (nothing committed changes);
 * each node's high watermark never moves back (it starts unknown after a restart);
@@ -45,7 +46,7 @@ from brook.raft.actions import (
 from brook.raft.config import RaftConfig
 from brook.raft.core import RaftCore
 from brook.raft.memory_log import MemoryBatch, MemoryLog
-from brook.raft.messages import OffsetAndEpoch, Request, Response, VoteResponse
+from brook.raft.messages import OffsetAndEpoch, Request, Response, VoteRequest, VoteResponse
 from brook.raft.quorum_state import ElectionState, MemoryQuorumStateStore
 from brook.raft.request_manager import NEVER
 
@@ -298,7 +299,11 @@ class Simulation:
                 self._respond(node, action.destination, action.request, action.response)
                 response = action.response
                 if type(response) is VoteResponse and response.vote_granted:
-                    granted_vote = not action.request.pre_vote  # type: ignore[union-attr]
+                    request = action.request
+                    assert isinstance(request, VoteRequest)
+                    if not request.pre_vote:
+                        granted_vote = True
+                        self.check_vote_persisted(node, request)
             elif kind is CommitTo:
                 self.on_commit(node, action.high_watermark)
             elif kind is SnapshotInstalled:
@@ -349,6 +354,20 @@ class Simulation:
         node.persisted_epoch = state.epoch
         if state.leader_id >= 0:
             self._claim_leadership(state.epoch, state.leader_id)
+
+    def check_vote_persisted(self, node: SimNode, request: VoteRequest) -> None:
+        """A granted vote must be on disk before the response leaves the node."""
+        assert node.store is not None
+        state = node.store.read()
+        if (
+            state is None
+            or state.epoch != request.replica_epoch
+            or state.voted_id != request.replica_id
+        ):
+            self.fail(
+                f"node {node.id} granted its vote in epoch {request.replica_epoch} to "
+                f"{request.replica_id} but persisted {state}"
+            )
 
     def _load_snapshot(self, node: SimNode, snapshot_id: OffsetAndEpoch) -> None:
         content = node.log.snapshot_content(snapshot_id)
