@@ -1,0 +1,53 @@
+"""The timings one Raft node runs with. Each field is the value of a Kafka setting (named
+beside it) or one of the constants Kafka hard-codes in its Raft client; the shell fills them
+from the server's configuration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_FETCH_WAIT_MS = 500
+MAX_FETCH_BYTES = 8 * 1024 * 1024
+ELECTION_BACKOFF_BASE_MS = 100
+CHECK_QUORUM_TIMEOUT_FACTOR = 1.5
+OBSERVER_SESSION_TIMEOUT_MS = 300_000
+
+
+@dataclass(frozen=True, slots=True)
+class RaftConfig:
+    # controller.quorum.election.timeout.ms: the real timeout is random in [T, 2T)
+    election_timeout_ms: int = 1000
+    # controller.quorum.fetch.timeout.ms: a follower without a good fetch for this long runs
+    # a pre-vote; a leader without fetches from a majority for 1.5 times this long resigns
+    fetch_timeout_ms: int = 2000
+    # controller.quorum.election.backoff.max.ms
+    election_backoff_max_ms: int = 1000
+    # controller.quorum.request.timeout.ms: an unanswered request frees its destination
+    request_timeout_ms: int = 2000
+    # controller.quorum.retry.backoff.ms: the pause after a failed request
+    retry_backoff_ms: int = 20
+    # Kafka's fixed MaxWaitMs and MaxBytes of a Raft Fetch (and of a FetchSnapshot's MaxBytes)
+    fetch_max_wait_ms: int = MAX_FETCH_WAIT_MS
+    fetch_max_bytes: int = MAX_FETCH_BYTES
+
+    def __post_init__(self) -> None:
+        for name in (
+            "election_timeout_ms",
+            "fetch_timeout_ms",
+            "election_backoff_max_ms",
+            "request_timeout_ms",
+            "retry_backoff_ms",
+            "fetch_max_wait_ms",
+        ):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
+        if self.fetch_max_bytes <= 0:
+            raise ValueError("fetch_max_bytes must be positive")
+
+    @property
+    def check_quorum_timeout_ms(self) -> int:
+        return int(self.fetch_timeout_ms * CHECK_QUORUM_TIMEOUT_FACTOR)
+
+    @property
+    def begin_quorum_epoch_interval_ms(self) -> int:
+        return self.fetch_timeout_ms // 2
