@@ -4,7 +4,9 @@ from the server's configuration."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 MAX_FETCH_WAIT_MS = 500
 MAX_FETCH_BYTES = 8 * 1024 * 1024
@@ -43,6 +45,17 @@ class RaftConfig:
                 raise ValueError(f"{name} must not be negative")
         if self.fetch_max_bytes <= 0:
             raise ValueError("fetch_max_bytes must be positive")
+
+    @classmethod
+    def from_server_config(cls, config: Mapping[str, Any]) -> RaftConfig:
+        """The timings of a node's ``server.properties``."""
+        return cls(
+            election_timeout_ms=int(config["controller.quorum.election.timeout.ms"]),
+            fetch_timeout_ms=int(config["controller.quorum.fetch.timeout.ms"]),
+            election_backoff_max_ms=int(config["controller.quorum.election.backoff.max.ms"]),
+            request_timeout_ms=int(config["controller.quorum.request.timeout.ms"]),
+            retry_backoff_ms=int(config["controller.quorum.retry.backoff.ms"]),
+        )
 
     @property
     def check_quorum_timeout_ms(self) -> int:

@@ -33,5 +33,6 @@ from . import (  # noqa: F401
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    raft_rpcs,
     sync_group,
 )
