@@ -1,4 +1,5 @@
-"""Helpers the test suites share: free loopback ports, waiting for a listener, peer brokers."""
+"""Helpers the test suites share: free loopback ports, waiting for a listener, peer brokers,
+local clusters."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from brook.cli.local_cluster import LocalCluster
 
 
 def free_port() -> int:
@@ -169,3 +174,29 @@ class BrookProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.kill()
+
+
+@contextlib.contextmanager
+def local_cluster(
+    directory: Path,
+    *,
+    nodes: int | None = None,
+    controllers: int | None = None,
+    brokers: int | None = None,
+    overrides: dict[str, str] | None = None,
+    timeout: float = 60.0,
+) -> Iterator[LocalCluster]:
+    """A new ``brook cluster`` in ``directory`` (``nodes`` / ``controllers`` / ``brokers`` as
+    ``brook cluster start`` takes them), started and stopped at the end whatever happens;
+    yields the ``LocalCluster`` (``bootstrap_servers`` for clients, ``kill`` / ``pause`` /
+    ``restart`` / ``slow`` for faults)."""
+    from brook.cli.local_cluster import LocalCluster
+
+    cluster = LocalCluster.create(
+        directory, nodes=nodes, controllers=controllers, brokers=brokers, overrides=overrides
+    )
+    try:
+        cluster.start(timeout)
+        yield cluster
+    finally:
+        cluster.stop()

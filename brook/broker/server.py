@@ -16,6 +16,8 @@ from typing import Any
 
 from brook.config.defs import Config
 from brook.config.server import (
+    FOLLOWER_FETCH_DELAY_KEY,
+    PRODUCE_DELAY_KEY,
     is_sole_voter,
     log_dirs,
     node_id,
@@ -29,7 +31,7 @@ from brook.log.log import PartitionLog
 from brook.log.manager import LogManager
 from brook.log.meta_properties import StorageCheckError, check_storage
 from brook.metadata.controller_api import ControllerApi, ControllerError
-from brook.metadata.image import MetadataImage
+from brook.metadata.image import Change, MetadataImage
 from brook.metadata.loader import MetadataLoader
 from brook.metadata.quorum import LocalQuorum
 from brook.metadata.quorum_controller import QuorumController
@@ -37,7 +39,10 @@ from brook.metadata.records import METADATA_TOPIC, METADATA_TOPIC_ID, Endpoint, 
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors, KafkaError
 
-from . import handlers  # noqa: F401  (registers every API handler)
+from . import (
+    faults,
+    handlers,  # noqa: F401  (registers every API handler)
+)
 from .fetch_session import FetchSessionCache
 from .group.coordinator import GroupCoordinator
 from .lifecycle import BrokerLifecycleManager
@@ -78,7 +83,9 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(
             int(config["max.incremental.fetch.session.cache.slots"])
         )
-        self.fault_produce_delay_ms = int(config["brook.fault.produce.delay.ms"])
+        # brook.fault.* delays (see faults.py): static values until the metadata is loaded
+        self.fault_produce_delay_ms = int(config[PRODUCE_DELAY_KEY])
+        self.fault_follower_fetch_delay_ms = int(config[FOLLOWER_FETCH_DELAY_KEY])
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
         self.roles: frozenset[str] = frozenset()
@@ -279,6 +286,8 @@ class Broker:
         self.group_coordinator.start()
         self.replica_manager.startup()
         self.loader.add_publisher(self.replica_manager.on_metadata_changes)
+        self._apply_fault_delays()
+        self.loader.add_publisher(self._on_fault_configs)
         if self.quorum_controller is not None:
             self.quorum_controller.set_preparer(self.replica_manager.prepare_logs)
         self.lifecycle.ready()
@@ -306,6 +315,24 @@ class Broker:
                 "answering with KAFKA_STORAGE_ERROR until it is restarted",
                 ", ".join(map(str, self.log_manager.log_dirs)),
             )
+
+    def _on_fault_configs(self, changes: list[Change]) -> None:
+        if faults.concerns_node(changes, self.node_id):
+            self._apply_fault_delays()
+
+    def _apply_fault_delays(self) -> None:
+        delays = faults.fault_delays(self.config, self.image, self.node_id)
+        if (delays.produce_ms, delays.follower_fetch_ms) != (
+            self.fault_produce_delay_ms,
+            self.fault_follower_fetch_delay_ms,
+        ):
+            log.info(
+                "fault injection: produce delay %d ms, follower fetch delay %d ms",
+                delays.produce_ms,
+                delays.follower_fetch_ms,
+            )
+        self.fault_produce_delay_ms = delays.produce_ms
+        self.fault_follower_fetch_delay_ms = delays.follower_fetch_ms
 
     def bound_port(self, listener: str | None = None) -> int:
         name = listener or next(iter(self.socket_server.bound))

@@ -14,6 +14,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "brook.cli.storage",
         "make a cluster id, format a node's log directories (kafka-storage)",
     ),
+    "cluster": (
+        "brook.cli.cluster",
+        "start, stop and fault a local multi-process cluster (tests, experiments)",
+    ),
     "topics": ("brook.cli.topics", "create, delete, describe or change topics (kafka-topics)"),
     "configs": ("brook.cli.configs", "describe or alter topic and broker configs (kafka-configs)"),
     "console-consumer": (

@@ -13,6 +13,10 @@ from .topic import COMPRESSION_TYPES, LONG_MAX, SERVER_DEFAULT
 
 _K = ConfigKey
 
+# The fault-injection delays of experiments (brook/broker/faults.py), dynamic broker configs.
+PRODUCE_DELAY_KEY = "brook.fault.produce.delay.ms"
+FOLLOWER_FETCH_DELAY_KEY = "brook.fault.follower.fetch.delay.ms"
+
 SERVER_CONFIG = ConfigDef(
     "server",
     [
@@ -428,11 +432,20 @@ SERVER_CONFIG = ConfigDef(
         _K("group.max.size", Type.INT, 2**31 - 1, at_least(1), "Most members in a group"),
         # experiments
         _K(
-            "brook.fault.produce.delay.ms",
+            PRODUCE_DELAY_KEY,
             Type.INT,
             0,
             at_least(0),
-            "Fault injection: delay every produce response by this much (for experiments)",
+            "Fault injection: delay every produce response by this much (for experiments); "
+            "a dynamic broker config, changed at run time through IncrementalAlterConfigs",
+        ),
+        _K(
+            FOLLOWER_FETCH_DELAY_KEY,
+            Type.INT,
+            0,
+            at_least(0),
+            "Fault injection: the replica fetcher waits this long before each fetch it sends as "
+            "a follower (for experiments); a dynamic broker config, like the produce delay",
         ),
         # accepted for compatibility, no effect
         *(

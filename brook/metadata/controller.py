@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brook.config.defs import ConfigError, Type
-from brook.config.server import SERVER_CONFIG
+from brook.config.server import FOLLOWER_FETCH_DELAY_KEY, PRODUCE_DELAY_KEY, SERVER_CONFIG
 from brook.config.topic import SERVER_DEFAULT, TOPIC_CONFIG
 from brook.protocol.errors import Errors
 
@@ -40,7 +40,29 @@ from .topics import (
 
 PRODUCER_ID_BLOCK = 1000
 ZERO_UUID = uuid.UUID(int=0)
-DYNAMIC_BROKER_KEYS = frozenset(SERVER_DEFAULT.values())
+# Broker configs a running node takes from the metadata: the broker-wide defaults of topic
+# configs and the fault-injection delays of experiments.
+DYNAMIC_BROKER_KEYS = frozenset(SERVER_DEFAULT.values()) | {
+    PRODUCE_DELAY_KEY,
+    FOLLOWER_FETCH_DELAY_KEY,
+}
+
+
+def broker_config_error(values: Mapping[str, str]) -> str | None:
+    """Kafka's DynamicBrokerConfig checks on a broker resource's dynamic values: every key
+    changeable at run time, every value of its key's type and range (a value that would be
+    refused in server.properties is refused here too, rather than stored and ignored)."""
+    static = sorted(k for k in values if k not in DYNAMIC_BROKER_KEYS)
+    if static:
+        return f"Cannot update these configs dynamically: Set({', '.join(static)})"
+    for name, raw in values.items():
+        try:
+            SERVER_CONFIG.parse_one(name, raw)
+        except ConfigError as exc:
+            return str(exc)
+    return None
+
+
 # Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: one CreateTopics request may not
 # create more partitions than this (Kafka 4's validateTotalNumberOfPartitions), so a typo of
 # 100000 partitions cannot make a node create a hundred thousand logs in one decision.
@@ -477,9 +499,13 @@ class Controller:
                 continue
             new, error = self._apply_ops(table, dict(current), ops, incremental)
             if error is None and resource_type == ConfigResourceType.BROKER:
-                bad = sorted(k for k in new if k not in DYNAMIC_BROKER_KEYS)
-                if bad:
-                    error = f"Cannot update these configs dynamically: {set(bad)}"
+                error = broker_config_error(new)
+                if error is not None:
+                    # Kafka answers a broker change it cannot apply with INVALID_REQUEST
+                    # (KAFKA-13609 keeps it so), not INVALID_CONFIG.
+                    outcome.error_code = Errors.INVALID_REQUEST
+                    outcome.error_message = error
+                    continue
             if error is None and resource_type == ConfigResourceType.TOPIC:
                 replicas = len(next(iter(topic.partitions.values())).replicas)
                 error = self.validate_topic_configs(new, replicas)

@@ -168,7 +168,42 @@ def test_incremental_config_ops() -> None:
         [(ConfigResourceType.BROKER, "", [ConfigOp("listeners", OpType.SET, "PLAINTEXT://:1")])],
         True,
     )
-    assert refused.results[0].error_code == Errors.INVALID_CONFIG
+    assert refused.results[0].error_code == Errors.INVALID_REQUEST
+    assert refused.results[0].error_message == (
+        "Cannot update these configs dynamically: Set(listeners)"
+    )
+
+
+def test_dynamic_broker_configs_are_checked_as_kafka_checks_them() -> None:
+    """The fault delays are dynamic; a value a node could not parse is refused with Kafka's
+    INVALID_REQUEST (DynamicBrokerConfig's ConfigException) and nothing is written."""
+    c = _cluster()
+    broker = ConfigResourceType.BROKER
+    ok = c.alter_configs(
+        [
+            (broker, "2", [ConfigOp("brook.fault.produce.delay.ms", OpType.SET, "200")]),
+            (broker, "", [ConfigOp("brook.fault.follower.fetch.delay.ms", OpType.SET, "50")]),
+        ],
+        True,
+    )
+    assert [r.error_code for r in ok.results] == [Errors.NONE, Errors.NONE]
+    _commit(c, ok)
+    assert c.image.broker_configs(2) == {"brook.fault.produce.delay.ms": "200"}
+    assert c.image.broker_configs("") == {"brook.fault.follower.fetch.delay.ms": "50"}
+    for name, value, message in [
+        (
+            "brook.fault.produce.delay.ms",
+            "-1",
+            "Invalid value -1 for configuration brook.fault.produce.delay.ms: must be >= 0",
+        ),
+        ("brook.fault.follower.fetch.delay.ms", "soon", "brook.fault.follower.fetch.delay.ms"),
+        ("log.retention.ms", "a week", "log.retention.ms"),
+    ]:
+        bad = c.alter_configs([(broker, "2", [ConfigOp(name, OpType.SET, value)])], True)
+        assert bad.results[0].error_code == Errors.INVALID_REQUEST, (name, value)
+        assert message in (bad.results[0].error_message or "")
+        assert bad.records == []
+    assert c.image.broker_configs(2) == {"brook.fault.produce.delay.ms": "200"}
 
 
 def test_elections_and_reassignments() -> None:
