@@ -504,6 +504,13 @@ class LocalCluster:
             raise ClusterError(f"node {node_id} did not resume on SIGCONT")
         log.info("node %d resumed", node_id)
 
+    def stop_node(self, node_id: int, timeout: float = 30.0) -> None:
+        """SIGTERM one node and wait until it has exited (SIGKILL after ``timeout``): a
+        broker's controlled shutdown."""
+        self._refresh_pids()
+        self._terminate([self.node(node_id)], timeout)
+        log.info("node %d stopped", node_id)
+
     def restart(self, node_id: int, timeout: float = 60.0) -> None:
         """Stop the node if it runs (SIGTERM, SIGKILL after ``timeout``), start it again with
         the same config and data, and wait until it serves (a broker answers Metadata that

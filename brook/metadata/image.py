@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -165,7 +166,7 @@ class MetadataImage:
                     b.features,
                 )
             )
-        for topic in self.topics.values():
+        for topic in sorted(self.topics.values(), key=lambda t: t.name):
             out.append(TopicRecord(topic.name, topic.topic_id))
             for p in sorted(topic.partitions.values(), key=lambda p: p.partition):
                 out.append(
@@ -187,6 +188,16 @@ class MetadataImage:
         if self.next_producer_id:
             out.append(ProducerIdsRecord(-1, -1, self.next_producer_id))
         return out
+
+    def digest(self) -> str:
+        """A hash of the image's content (its snapshot records), equal on every node that
+        has applied the same committed records."""
+        from .records import encode
+
+        h = hashlib.sha256()
+        for record in self.snapshot_records():
+            h.update(encode(record))
+        return h.hexdigest()
 
     # ------------------------------------------------------------------ writes
     def apply_all(self, records: Iterable[tuple[int, MetadataRecord]]) -> list[Change]:

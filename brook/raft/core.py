@@ -599,7 +599,7 @@ class RaftCore:
     # ------------------------------------------------------------------ parked fetches
     def _on_leader_log_grew(self, leader: Leader, now: int, out: list[Action]) -> None:
         if leader.update_local_end(self.log.flushed_offset):
-            out.append(CommitTo(leader.high_watermark))  # type: ignore[arg-type]
+            self._high_watermark_moved(leader, now, out)
         for parked in leader.take_ready(self.log.end_offset):
             response = self._try_complete_fetch(parked.request, now, out)
             out.append(Respond(parked.sender, parked.request, response))
@@ -834,8 +834,18 @@ class RaftCore:
             )
         response, moved = role.serve_fetch(self.log, request, now)
         if moved:
-            out.append(CommitTo(role.high_watermark))  # type: ignore[arg-type]
+            self._high_watermark_moved(role, now, out)
         return response
+
+    def _high_watermark_moved(self, leader: Leader, now: int, out: list[Action]) -> None:
+        """Commit, and answer the parked fetches at once with the new high watermark: the
+        replicas learn it now rather than after their MaxWaitMs (Kafka 4.1 does the same
+        with Fetch v18's HighWatermark), so a record committed on the leader is applied on
+        every node within a round trip."""
+        out.append(CommitTo(leader.high_watermark))  # type: ignore[arg-type]
+        for parked in leader.take_all_parked():
+            response = self._try_complete_fetch(parked.request, now, out)
+            out.append(Respond(parked.sender, parked.request, response))
 
     # ------------------------------------------------------------------ Fetch (follower)
     def _on_fetch_response(self, response: FetchResponse, now: int, out: list[Action]) -> bool:

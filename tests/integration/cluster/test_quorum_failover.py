@@ -1,0 +1,119 @@
+"""The metadata quorum on real processes (``brook cluster``): the active controller is killed
+with SIGKILL while topics are being created, again and again; a new controller takes over,
+admin requests work again, the killed node comes back, and at the end no topic whose creation
+was acknowledged is missing and every node holds the same metadata image."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+from quorum_support import (
+    FAST,
+    describe_quorum,
+    metadata_end,
+    node_image,
+    wait_caught_up,
+    wait_for,
+)
+from support import local_cluster
+
+from brook.cli.local_cluster import LocalCluster
+
+
+class Creator(threading.Thread):
+    """Creates topics one after another through any broker, recording those acknowledged."""
+
+    def __init__(self, bootstrap: str) -> None:
+        super().__init__(daemon=True)
+        self.admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000})
+        self.acked: list[str] = []
+        self.failed = 0
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            name = "t-" + uuid.uuid4().hex[:10]
+            try:
+                self.admin.create_topics([NewTopic(name, 1, 1)], operation_timeout=5)[name].result(
+                    10
+                )
+            except Exception:
+                self.failed += 1  # in flight while the controller died: maybe, maybe not
+            else:
+                self.acked.append(name)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(30)
+
+
+def _create_works(cluster: LocalCluster) -> bool:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    name = "probe-" + uuid.uuid4().hex[:8]
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(5)
+    return True
+
+
+def _trials(cluster: LocalCluster, trials: int) -> Creator:
+    creator = Creator(cluster.bootstrap_servers)
+    creator.start()
+    try:
+        epochs = []
+        for _ in range(trials):
+            quorum = wait_for("a quorum leader", lambda: describe_quorum(cluster))
+            epochs.append(quorum.leader_epoch)
+            before = len(creator.acked)
+            wait_for("a topic created under this leader", lambda n=before: len(creator.acked) > n)
+            cluster.kill(quorum.leader_id)
+
+            def new_leader(old: int = quorum.leader_id) -> object:
+                q = describe_quorum(cluster)
+                return q if q is not None and q.leader_id != old else None
+
+            new = wait_for("a new leader", new_leader)
+            assert new.leader_epoch > quorum.leader_epoch
+            wait_for("admin requests working again", lambda: _create_works(cluster))
+            cluster.restart(quorum.leader_id)
+    finally:
+        creator.stop()
+    assert creator.acked, "no topic was ever created"
+    return creator
+
+
+def _check_nothing_lost(cluster: LocalCluster, acked: list[str]) -> None:
+    """Every acknowledged topic is listed by every broker, and once the cluster is stopped,
+    every node's metadata image is the same at the offset all their logs reach."""
+    wait_caught_up(cluster)
+    for node in cluster.brokers:
+        admin = AdminClient({"bootstrap.servers": node.broker_address})
+
+        def missing(admin: AdminClient = admin) -> set[str] | None:
+            gone = set(acked) - set(admin.list_topics(timeout=10).topics)
+            return None if gone else gone
+
+        lacking = missing()
+        if lacking:
+            wait_for(f"broker {node.node_id} listing {lacking}", lambda: not missing())
+    cluster.stop()
+    common = min(metadata_end(n.data_dir) for n in cluster.nodes)
+    images = {n.node_id: node_image(n.data_dir, common) for n in cluster.nodes}
+    digests = {node_id: image.digest() for node_id, image in images.items()}
+    assert len(set(digests.values())) == 1, digests
+    assert set(acked) <= set(next(iter(images.values())).topics)
+
+
+@pytest.mark.parametrize(
+    ("layout", "trials"),
+    [({"nodes": 3}, 12), ({"controllers": 3, "brokers": 2}, 8)],
+    ids=["combined", "separate-roles"],
+)
+def test_killing_the_active_controller_while_topics_are_created(
+    tmp_path: Path, layout: dict[str, int], trials: int
+) -> None:
+    with local_cluster(tmp_path / "cluster", overrides=FAST, **layout) as cluster:  # type: ignore[arg-type]
+        creator = _trials(cluster, trials)
+        _check_nothing_lost(cluster, creator.acked)
