@@ -1,6 +1,7 @@
 """Arguments and results of the admin client: small frozen dataclasses and Kafka's enums.
 
-Separate from :mod:`.admin` so tools and tests can build requests without the client.
+The bottom of the admin package: it imports nothing of the client but the metadata cache's
+types, so tools, tests and the consumer (offset specs) use them without the admin client.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from brook.protocol.errors import KafkaError
 
-from .cluster import BrokerNode, PartitionInfo
+from ..cluster import BrokerNode, PartitionInfo
 
 
 class ConfigResourceType(enum.IntEnum):
