@@ -49,6 +49,10 @@ from .types import (
     NewTopic,
     OffsetSpec,
     PartitionReassignment,
+    QuorumInfo,
+    QuorumNode,
+    RaftVoterEndpoint,
+    ReplicaState,
     TopicDescription,
     TopicListing,
 )
@@ -76,6 +80,10 @@ __all__ = [
     "OffsetAndMetadata",
     "OffsetSpec",
     "PartitionReassignment",
+    "QuorumInfo",
+    "QuorumNode",
+    "RaftVoterEndpoint",
+    "ReplicaState",
     "TopicDescription",
     "TopicListing",
 ]

@@ -37,6 +37,7 @@ from .types import (
     NewTopic,
     OffsetSpec,
     PartitionReassignment,
+    QuorumInfo,
     TopicDescription,
     TopicListing,
 )
@@ -151,6 +152,11 @@ class AsyncAdmin:
         """Cluster id, controller and brokers (DescribeCluster when the broker has it, else
         Metadata)."""
         return await cluster_ops.describe_cluster(self._core, timeout_ms=timeout_ms)
+
+    async def describe_metadata_quorum(self, *, timeout_ms: int | None = None) -> QuorumInfo:
+        """The KRaft metadata quorum (DescribeQuorum): leader, epoch, high watermark, each
+        voter's and observer's progress, and the voters' endpoints."""
+        return await cluster_ops.describe_metadata_quorum(self._core, timeout_ms=timeout_ms)
 
     # -- partitions (partitions.py) --------------------------------------------------------
 

@@ -25,6 +25,7 @@ from .types import (
     NewTopic,
     OffsetSpec,
     PartitionReassignment,
+    QuorumInfo,
     TopicDescription,
     TopicListing,
 )
@@ -131,6 +132,9 @@ class Admin:
 
     def describe_cluster(self, *, timeout_ms: int | None = None) -> ClusterDescription:
         return _sync.run(self._admin.describe_cluster(timeout_ms=timeout_ms))
+
+    def describe_metadata_quorum(self, *, timeout_ms: int | None = None) -> QuorumInfo:
+        return _sync.run(self._admin.describe_metadata_quorum(timeout_ms=timeout_ms))
 
     def list_offsets(
         self,

@@ -177,6 +177,53 @@ class PartitionReassignment:
     removing_replicas: tuple[int, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class RaftVoterEndpoint:
+    """One listener of a quorum voter (DescribeQuorum v2's Nodes)."""
+
+    listener: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        # Kafka's form: LISTENER://host:port, an IPv6 host in brackets.
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.listener}://{host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumNode:
+    """A voter's endpoints (Java's QuorumInfo.Node); known from DescribeQuorum v2 on."""
+
+    node_id: int
+    endpoints: tuple[RaftVoterEndpoint, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaState:
+    """One voter or observer of the metadata quorum as its leader sees it (Java's
+    QuorumInfo.ReplicaState): timestamps are the leader's clock in ms, None when unknown."""
+
+    replica_id: int
+    replica_directory_id: uuid.UUID  # the zero UUID when the replica has none (before v2)
+    log_end_offset: int
+    last_fetch_timestamp: int | None = None
+    last_caught_up_timestamp: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumInfo:
+    """The metadata quorum (Java's QuorumInfo): leader, epoch, high watermark, the voters and
+    observers with their progress, and the voters' endpoints by node id (empty before v2)."""
+
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[ReplicaState, ...]
+    observers: tuple[ReplicaState, ...]
+    nodes: Mapping[int, QuorumNode] = field(default_factory=dict)
+
+
 class AdminError(KafkaError):
     """Some items of an admin call failed; ``errors`` says which and why."""
 

@@ -173,3 +173,6 @@ def test_every_former_name_imports_from_the_package() -> None:
     missing = [n for n in FORMER_NAMES if not hasattr(brook.client.admin, n)]
     assert missing == []
     assert set(brook.client.admin.__all__) <= set(dir(brook.client.admin))
+    assert {"QuorumInfo", "ReplicaState", "QuorumNode", "RaftVoterEndpoint"} <= set(
+        brook.client.admin.__all__
+    )
