@@ -35,7 +35,7 @@ def _session() -> Any:
 
 def _fill(bootstrap: str, topic: str, records: int, size: int) -> None:
     from brook.client.admin import Admin
-    from brook.client.admin_types import NewTopic
+    from brook.client.admin.types import NewTopic
     from brook.client.producer import Producer
 
     with Admin({"bootstrap.servers": bootstrap}) as admin:

@@ -51,6 +51,7 @@ _EXPORTS = {
             "OffsetAndMetadata",
             "OffsetSpec",
             "PartitionReassignment",
+            "QuorumInfo",
             "TopicDescription",
             "TopicListing",
         ),

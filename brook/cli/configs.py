@@ -14,7 +14,7 @@ import argparse
 import re
 
 from brook.client.admin import Admin
-from brook.client.admin_types import (
+from brook.client.admin.types import (
     AlterConfigOp,
     AlterConfigOpType,
     ConfigEntry,

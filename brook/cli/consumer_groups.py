@@ -23,8 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from brook.client.admin import Admin
-from brook.client.admin_groups import ConsumerGroupDescription, GroupListing
-from brook.client.admin_types import AdminError, OffsetSpec
+from brook.client.admin.groups import ConsumerGroupDescription, GroupListing
+from brook.client.admin.types import AdminError, OffsetSpec
 from brook.client.cluster import TopicPartition
 from brook.client.consumer.coordinator import OffsetAndMetadata
 from brook.config.defs import ConfigError

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 
 from brook.client.admin import Admin
-from brook.client.admin_types import AdminError, OffsetSpec
+from brook.client.admin.types import AdminError, OffsetSpec
 from brook.config.defs import ConfigError
 from brook.protocol.errors import KafkaError
 

@@ -41,6 +41,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "brook.cli.consumer_groups",
         "list, describe, reset or delete consumer groups (kafka-consumer-groups)",
     ),
+    "metadata-quorum": (
+        "brook.cli.metadata_quorum",
+        "describe the KRaft metadata quorum (kafka-metadata-quorum)",
+    ),
 }
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from brook.client.admin import Admin
-from brook.client.admin_types import (
+from brook.client.admin.types import (
     ConfigEntry,
     ConfigResource,
     ConfigSource,

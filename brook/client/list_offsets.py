@@ -10,7 +10,7 @@ from typing import Any
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors, KafkaError
 
-from .admin_types import SPEC_MIN_VERSION, ListedOffset
+from .admin.types import SPEC_MIN_VERSION, ListedOffset
 from .cluster import ClusterMetadata, TopicPartition
 from .network import NetworkClient
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 from brook.client.admin import Admin, AdminError
-from brook.client.admin_types import OffsetSpec
+from brook.client.admin.types import OffsetSpec
 from brook.client.config import ADMIN_CONFIG
 from brook.protocol.errors import Errors, KafkaError
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from brook.client.admin import Admin
-from brook.client.admin_types import NewTopic
+from brook.client.admin.types import NewTopic
 
 from . import job
 from .generator import PAGES, generate

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from brook.client.admin import Admin
-from brook.client.admin_types import NewTopic
+from brook.client.admin.types import NewTopic
 from brook.client.producer import Producer
 
 REPO = Path(__file__).resolve().parents[2]

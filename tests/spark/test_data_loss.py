@@ -12,7 +12,7 @@ from conftest import create_topic, produce, reader
 from support import BrookProcess
 
 from brook.client.admin import Admin
-from brook.client.admin_types import AlterConfigOp, ConfigResource, OffsetSpec
+from brook.client.admin.types import AlterConfigOp, ConfigResource, OffsetSpec
 from brook.spark.fetch import DataLossError, read_range
 
 RECORDS = 600

@@ -13,7 +13,7 @@ from typing import Any
 
 from brook.protocol.errors import Errors, KafkaError
 
-from ..admin_types import ListedOffset, OffsetSpec
+from ..admin.types import ListedOffset, OffsetSpec
 from ..cluster import PartitionInfo, TopicPartition
 from ..config import parse_consumer_config, resolve_deserializer
 from ..connection import NetworkError

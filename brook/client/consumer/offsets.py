@@ -11,7 +11,7 @@ from typing import Any
 
 from brook.protocol.errors import Errors, KafkaError
 
-from ..admin_types import ListedOffset
+from ..admin.types import ListedOffset
 from ..cluster import TopicPartition
 from ..list_offsets import ISOLATION_LEVELS, list_offsets
 from ..network import NetworkClient, backoff_ms

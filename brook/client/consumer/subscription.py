@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..admin_types import OffsetSpec
+from ..admin.types import OffsetSpec
 from ..cluster import TopicPartition
 
 __all__ = [

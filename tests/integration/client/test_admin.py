@@ -24,6 +24,7 @@ from brook.client.admin import (
     NewPartitions,
     NewTopic,
     OffsetSpec,
+    QuorumInfo,
 )
 from brook.client.cluster import TopicPartition
 from brook.client.connection import NetworkError, UnsupportedVersionError
@@ -255,6 +256,37 @@ def test_async_admin(bootstrap: str, unique_topic: str) -> None:
             assert admin.network.client_id == "async-admin"
 
     asyncio.run(main())
+
+
+def test_describe_metadata_quorum(admin: Admin, bootstrap: str) -> None:
+    if not broker_supports(admin, ApiKey.DESCRIBE_QUORUM):
+        start = time.monotonic()
+        with pytest.raises(UnsupportedVersionError, match="does not support describe_quorum"):
+            admin.describe_metadata_quorum()
+        assert time.monotonic() - start < 5
+        return
+    info = admin.describe_metadata_quorum()
+    # A single combined node: the only voter, and the leader.
+    assert (info.leader_id, info.observers) == (1, ())
+    assert info.leader_epoch >= 1 and info.high_watermark >= 1
+    (voter,) = info.voters
+    assert voter.replica_id == 1 and voter.log_end_offset >= info.high_watermark
+    assert voter.last_fetch_timestamp is None  # the leader does not fetch from itself
+    assert voter.last_caught_up_timestamp is not None
+    assert abs(voter.last_caught_up_timestamp - time.time() * 1000) < 60_000
+
+    async def through_async_admin() -> QuorumInfo:
+        async with AsyncAdmin({"bootstrap.servers": bootstrap}) as async_admin:
+            return await async_admin.describe_metadata_quorum()
+
+    again = asyncio.run(through_async_admin())
+    assert (again.leader_id, again.leader_epoch, [v.replica_id for v in again.voters]) == (
+        info.leader_id,
+        info.leader_epoch,
+        [1],
+    )
+    assert again.high_watermark >= info.high_watermark
+    assert again.nodes == info.nodes
 
 
 def test_dead_bootstrap_names_the_address() -> None:

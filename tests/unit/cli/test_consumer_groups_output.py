@@ -9,7 +9,7 @@ import datetime
 import pytest
 
 from brook.cli import consumer_groups as cg
-from brook.client.admin_groups import ConsumerGroupDescription, GroupListing, MemberDescription
+from brook.client.admin.groups import ConsumerGroupDescription, GroupListing, MemberDescription
 from brook.client.cluster import BrokerNode, TopicPartition
 from brook.protocol.errors import Errors, KafkaError
 

@@ -1,6 +1,7 @@
 """Arguments and results of the admin client: small frozen dataclasses and Kafka's enums.
 
-Separate from :mod:`.admin` so tools and tests can build requests without the client.
+The bottom of the admin package: it imports nothing of the client but the metadata cache's
+types, so tools, tests and the consumer (offset specs) use them without the admin client.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from brook.protocol.errors import KafkaError
 
-from .cluster import BrokerNode, PartitionInfo
+from ..cluster import BrokerNode, PartitionInfo
 
 
 class ConfigResourceType(enum.IntEnum):
@@ -174,6 +175,53 @@ class PartitionReassignment:
     replicas: tuple[int, ...]
     adding_replicas: tuple[int, ...]
     removing_replicas: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RaftVoterEndpoint:
+    """One listener of a quorum voter (DescribeQuorum v2's Nodes)."""
+
+    listener: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        # Kafka's form: LISTENER://host:port, an IPv6 host in brackets.
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.listener}://{host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumNode:
+    """A voter's endpoints (Java's QuorumInfo.Node); known from DescribeQuorum v2 on."""
+
+    node_id: int
+    endpoints: tuple[RaftVoterEndpoint, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaState:
+    """One voter or observer of the metadata quorum as its leader sees it (Java's
+    QuorumInfo.ReplicaState): timestamps are the leader's clock in ms, None when unknown."""
+
+    replica_id: int
+    replica_directory_id: uuid.UUID  # the zero UUID when the replica has none (before v2)
+    log_end_offset: int
+    last_fetch_timestamp: int | None = None
+    last_caught_up_timestamp: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumInfo:
+    """The metadata quorum (Java's QuorumInfo): leader, epoch, high watermark, the voters and
+    observers with their progress, and the voters' endpoints by node id (empty before v2)."""
+
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[ReplicaState, ...]
+    observers: tuple[ReplicaState, ...]
+    nodes: Mapping[int, QuorumNode] = field(default_factory=dict)
 
 
 class AdminError(KafkaError):

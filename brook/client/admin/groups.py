@@ -3,24 +3,23 @@ filters), describe consumer groups (members and their assignments decoded from t
 protocol), list / alter / delete committed offsets, and delete groups. Each group's request
 goes to its coordinator (FindCoordinator first), retried while the coordinator moves or loads.
 
-The functions take the AsyncAdmin whose network, timeouts and retry plumbing they use;
-AsyncAdmin and Admin expose them as methods.
+The functions take the admin client's core (network, deadlines, retry loops); AsyncAdmin and
+Admin expose them as methods.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors, KafkaError
 
-from .admin_types import AdminError
-from .cluster import BrokerNode, TopicPartition
-from .consumer.consumer_protocol import ConsumerProtocolError, decode_assignment
-from .consumer.coordinator import OffsetAndMetadata
-from .group_requests import (
+from ..cluster import BrokerNode, TopicPartition
+from ..consumer.consumer_protocol import ConsumerProtocolError, decode_assignment
+from ..consumer.coordinator import OffsetAndMetadata
+from ..group_requests import (
     OFFSET_COMMIT_MAX,
     OFFSET_FETCH_MAX,
     find_coordinator,
@@ -29,9 +28,8 @@ from .group_requests import (
     offset_fetch_request,
     parse_offset_fetch,
 )
-
-if TYPE_CHECKING:
-    from .admin import AsyncAdmin
+from .core import AdminCore
+from .types import AdminError
 
 __all__ = [
     "CONSUMER_GROUP_STATES",
@@ -86,12 +84,12 @@ def _retry_group(exc: KafkaError) -> bool:
     return exc.retriable or exc.code == Errors.NOT_COORDINATOR
 
 
-async def _coordinator(admin: AsyncAdmin, group_id: str, deadline: float) -> BrokerNode:
-    return await find_coordinator(admin.network, group_id, admin._op_timeout(deadline))
+async def _coordinator(core: AdminCore, group_id: str, deadline: float) -> BrokerNode:
+    return await find_coordinator(core.network, group_id, core.op_timeout(deadline))
 
 
-async def _send(admin: AsyncAdmin, node: BrokerNode, api: int, body: Any, **kw: Any) -> Any:
-    return await admin.network.send_to(node.node_id, api, body, **kw)
+async def _send(core: AdminCore, node: BrokerNode, api: int, body: Any, **kw: Any) -> Any:
+    return await core.send_to(node.node_id, api, body, **kw)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -100,7 +98,7 @@ async def _send(admin: AsyncAdmin, node: BrokerNode, api: int, body: Any, **kw: 
 
 
 async def list_groups(
-    admin: AsyncAdmin,
+    core: AdminCore,
     *,
     states: Iterable[str] = (),
     types: Iterable[str] = (),
@@ -109,18 +107,18 @@ async def list_groups(
 ) -> list[GroupListing]:
     """Groups of every broker; ``consumer_only`` keeps consumer groups and groups that only
     hold offsets (empty protocol type), as Java's ListGroupsOptions.forConsumerGroups."""
-    deadline, _ = admin._timeouts(timeout_ms)
+    deadline = core.deadline(timeout_ms)
     states, types = list(states), list(types)
 
     async def attempt(pending: dict[int, int], deadline: float) -> dict[int, Any]:
         out: dict[int, Any] = {}
         for node_id in pending:
             try:
-                resp = await admin.network.send_to(
+                resp = await core.network.send_to(
                     node_id,
                     ApiKey.LIST_GROUPS,
                     {"states_filter": states, "types_filter": types},
-                    timeout_ms=admin._op_timeout(deadline),
+                    timeout_ms=core.op_timeout(deadline),
                 )
             except KafkaError as exc:
                 out[node_id] = exc
@@ -129,9 +127,9 @@ async def list_groups(
             out[node_id] = KafkaError(code, f"ListGroups on broker {node_id}") if code else resp
         return out
 
-    await admin.start()
-    nodes = {n: n for n in admin.network.cluster.brokers}
-    answers = await admin._per_item(nodes, attempt, deadline, _retry_group)
+    await core.start()
+    nodes = {n: n for n in core.network.cluster.brokers}
+    answers = await core.per_item(nodes, attempt, deadline, _retry_group)
     listings: dict[str, GroupListing] = {}
     wanted_states = {s.lower() for s in states}
     for resp in answers.values():
@@ -164,7 +162,7 @@ def _member(m: Any) -> MemberDescription:
 
 
 async def _each_group(
-    admin: AsyncAdmin,
+    core: AdminCore,
     group_ids: Iterable[str],
     timeout_ms: int | None,
     api: int,
@@ -173,15 +171,15 @@ async def _each_group(
 ) -> dict[str, Any]:
     """One request per group to its coordinator; ``answer`` turns the response into the
     group's result or KafkaError. Groups whose error is retriable are tried again."""
-    deadline, _ = admin._timeouts(timeout_ms)
+    deadline = core.deadline(timeout_ms)
 
     async def attempt(pending: dict[str, str], deadline: float) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for group_id in pending:
             try:
-                node = await _coordinator(admin, group_id, deadline)
+                node = await _coordinator(core, group_id, deadline)
                 resp = await _send(
-                    admin, node, api, body(group_id), timeout_ms=admin._op_timeout(deadline)
+                    core, node, api, body(group_id), timeout_ms=core.op_timeout(deadline)
                 )
             except KafkaError as exc:
                 out[group_id] = exc
@@ -189,8 +187,8 @@ async def _each_group(
             out[group_id] = answer(group_id, node, resp)
         return out
 
-    await admin.start()
-    return await admin._per_item(
+    await core.start()
+    return await core.per_item(
         {g: g for g in dict.fromkeys(group_ids)}, attempt, deadline, _retry_group
     )
 
@@ -216,10 +214,10 @@ def _description(group_id: str, node: BrokerNode, resp: Any) -> Any:
 
 
 async def describe_consumer_groups(
-    admin: AsyncAdmin, group_ids: Iterable[str], *, timeout_ms: int | None = None
+    core: AdminCore, group_ids: Iterable[str], *, timeout_ms: int | None = None
 ) -> dict[str, ConsumerGroupDescription]:
     return await _each_group(
-        admin,
+        core,
         group_ids,
         timeout_ms,
         ApiKey.DESCRIBE_GROUPS,
@@ -234,7 +232,7 @@ async def describe_consumer_groups(
 
 
 async def list_consumer_group_offsets(
-    admin: AsyncAdmin,
+    core: AdminCore,
     group_id: str,
     partitions: Iterable[TopicPartition | tuple[str, int]] | None = None,
     *,
@@ -242,18 +240,18 @@ async def list_consumer_group_offsets(
 ) -> dict[TopicPartition, OffsetAndMetadata | None]:
     """Committed offsets (all of the group's by default; None where a requested partition has
     none)."""
-    deadline, _ = admin._timeouts(timeout_ms)
+    deadline = core.deadline(timeout_ms)
     wanted = None if partitions is None else [TopicPartition(*tp) for tp in partitions]
 
     async def attempt() -> dict[TopicPartition, OffsetAndMetadata | None]:
-        node = await _coordinator(admin, group_id, deadline)
-        conn = await admin.network.connection(node.node_id)
+        node = await _coordinator(core, group_id, deadline)
+        conn = await core.network.connection(node.node_id)
         version = conn.version_for(ApiKey.OFFSET_FETCH, None, OFFSET_FETCH_MAX)
         resp = await conn.send(
             ApiKey.OFFSET_FETCH,
             offset_fetch_request(group_id, wanted, require_stable=False),
             version=version,
-            timeout_ms=admin._op_timeout(deadline),
+            timeout_ms=core.op_timeout(deadline),
         )
         error, found = parse_offset_fetch(resp, version)
         if error:
@@ -268,12 +266,12 @@ async def list_consumer_group_offsets(
             return {tp: v for tp, (v, _) in sorted(found.items()) if v is not None}
         return {tp: found.get(tp, (None, 0))[0] for tp in wanted}
 
-    await admin.start()
-    return await admin._call(attempt, deadline)
+    await core.start()
+    return await core.call(attempt, deadline)
 
 
 async def alter_consumer_group_offsets(
-    admin: AsyncAdmin,
+    core: AdminCore,
     group_id: str,
     offsets: Mapping[TopicPartition | tuple[str, int], OffsetAndMetadata | int],
     *,
@@ -281,7 +279,7 @@ async def alter_consumer_group_offsets(
 ) -> None:
     """Commit ``offsets`` for the group (it must have no active members: Kafka answers
     UNKNOWN_MEMBER_ID otherwise)."""
-    deadline, _ = admin._timeouts(timeout_ms)
+    deadline = core.deadline(timeout_ms)
     values = {
         TopicPartition(*tp): v if isinstance(v, OffsetAndMetadata) else OffsetAndMetadata(v)
         for tp, v in offsets.items()
@@ -290,14 +288,14 @@ async def alter_consumer_group_offsets(
     async def attempt(
         pending: dict[TopicPartition, OffsetAndMetadata], deadline: float
     ) -> dict[TopicPartition, Any]:
-        node = await _coordinator(admin, group_id, deadline)
+        node = await _coordinator(core, group_id, deadline)
         resp = await _send(
-            admin,
+            core,
             node,
             ApiKey.OFFSET_COMMIT,
             offset_commit_request(group_id, pending),
             client_max=OFFSET_COMMIT_MAX,
-            timeout_ms=admin._op_timeout(deadline),
+            timeout_ms=core.op_timeout(deadline),
         )
         return {
             tp: KafkaError(code, f"committing {tp.topic}-{tp.partition} for group {group_id}")
@@ -306,12 +304,12 @@ async def alter_consumer_group_offsets(
             for tp, code in offset_commit_errors(resp).items()
         }
 
-    await admin.start()
-    await admin._per_item(values, attempt, deadline, _retry_group)
+    await core.start()
+    await core.per_item(values, attempt, deadline, _retry_group)
 
 
 async def delete_consumer_group_offsets(
-    admin: AsyncAdmin,
+    core: AdminCore,
     group_id: str,
     partitions: Iterable[TopicPartition | tuple[str, int]],
     *,
@@ -319,23 +317,23 @@ async def delete_consumer_group_offsets(
 ) -> None:
     """OffsetDelete: a group error raises KafkaError; partition errors (e.g.
     GROUP_SUBSCRIBED_TO_TOPIC) raise AdminError naming each partition."""
-    deadline, _ = admin._timeouts(timeout_ms)
+    deadline = core.deadline(timeout_ms)
     tps = [TopicPartition(*tp) for tp in dict.fromkeys(partitions)]
 
     async def attempt() -> dict[TopicPartition, int]:
-        node = await _coordinator(admin, group_id, deadline)
+        node = await _coordinator(core, group_id, deadline)
         by_topic: dict[str, list[dict[str, int]]] = {}
         for tp in tps:
             by_topic.setdefault(tp.topic, []).append({"partition_index": tp.partition})
         resp = await _send(
-            admin,
+            core,
             node,
             ApiKey.OFFSET_DELETE,
             {
                 "group_id": group_id,
                 "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
             },
-            timeout_ms=admin._op_timeout(deadline),
+            timeout_ms=core.op_timeout(deadline),
         )
         code = int(resp.error_code)
         if code:
@@ -346,8 +344,8 @@ async def delete_consumer_group_offsets(
             for p in t.partitions
         }
 
-    await admin.start()
-    codes = await admin._call(attempt, deadline)
+    await core.start()
+    codes = await core.call(attempt, deadline)
     failed = {
         tp: KafkaError(code, f"{tp.topic}-{tp.partition}") for tp, code in codes.items() if code
     }
@@ -356,7 +354,7 @@ async def delete_consumer_group_offsets(
 
 
 async def delete_consumer_groups(
-    admin: AsyncAdmin, group_ids: Iterable[str], *, timeout_ms: int | None = None
+    core: AdminCore, group_ids: Iterable[str], *, timeout_ms: int | None = None
 ) -> None:
     """Delete empty groups and their offsets; AdminError names each group that could not go
     (NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND, ...)."""
@@ -366,7 +364,7 @@ async def delete_consumer_groups(
         return KafkaError(code, f"group {group_id}") if code else None
 
     await _each_group(
-        admin,
+        core,
         group_ids,
         timeout_ms,
         ApiKey.DELETE_GROUPS,
