@@ -26,8 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import brook
-from brook.client.admin import Admin
-from brook.client.admin_types import AlterConfigOp, ConfigResource
+from brook.client.admin import Admin, AlterConfigOp, ConfigResource
 from brook.client.connection import BrokerConnection
 from brook.config.defs import ConfigError
 from brook.config.server import FOLLOWER_FETCH_DELAY_KEY, PRODUCE_DELAY_KEY, parse_server_config

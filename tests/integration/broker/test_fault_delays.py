@@ -14,8 +14,13 @@ from pathlib import Path
 import pytest
 
 from brook.broker.server import Broker
-from brook.client.admin import AsyncAdmin
-from brook.client.admin_types import AdminError, AlterConfigOp, AlterConfigOpType, ConfigResource
+from brook.client.admin import (
+    AdminError,
+    AlterConfigOp,
+    AlterConfigOpType,
+    AsyncAdmin,
+    ConfigResource,
+)
 from brook.config.server import FOLLOWER_FETCH_DELAY_KEY, PRODUCE_DELAY_KEY, parse_server_config
 from brook.protocol.errors import Errors
 
