@@ -92,7 +92,7 @@ class Broker:
         self.quorum: Any = None  # LocalQuorum on a lone node, else the Raft client
         self.raft: Any = None
         self.quorum_controller: QuorumController | None = None
-        self.controller: ControllerApi
+        self.controller: ControllerApi | None = None
         self.lifecycle: BrokerLifecycleManager | None = None
         self.cluster_id = ""
         self.replica_manager: ReplicaManager | None = None  # None on a controller-only node
@@ -366,6 +366,22 @@ class Broker:
             )
         else:
             log.info("Brook node %d stopped cleanly", self.node_id)
+
+    async def abort(self) -> None:
+        """Stop a node whose start failed or was interrupted: close its connections and
+        tasks, write nothing (no checkpoints, no clean-shutdown marker), as a crash would."""
+        self._stopping.set()
+        for task in self._tasks:
+            task.cancel()
+        if self.lifecycle is not None:
+            await self.lifecycle.stop()
+        if self.raft is not None:
+            await self.raft.close()
+        await self.socket_server.stop()
+        if isinstance(self.controller, ControllerRouter) and self.controller.remote is not None:
+            self.controller.remote.close()
+        self.log_manager.close_files()
+        log.info("Brook node %d stopped without finishing its start", self.node_id)
 
     async def _controlled_shutdown(self) -> None:
         """SIGTERM on a broker (controlled.shutdown.enable): let the controller move this

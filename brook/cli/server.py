@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import signal
 import sys
@@ -70,18 +71,36 @@ def main(argv: list[str]) -> int:
 
 
 async def _run(config: object) -> int:
+    from brook.broker.lifecycle import RegistrationError
     from brook.broker.server import Broker
+    from brook.log.meta_properties import StorageCheckError
 
     broker = Broker(config)  # type: ignore[arg-type]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    try:
-        await broker.start()
-    except (OSError, KafkaError) as exc:  # KafkaError: KAFKA_STORAGE_ERROR from a log directory
-        logging.getLogger("brook").error("cannot start: %s", exc)
-        return 1
-    await stop.wait()
-    await broker.stop()
-    return 0
+    log = logging.getLogger("brook")
+    starting = asyncio.ensure_future(broker.start())
+    signalled = asyncio.ensure_future(stop.wait())
+    await asyncio.wait({starting, signalled}, return_when=asyncio.FIRST_COMPLETED)
+    code = 0
+    if not starting.done():
+        # SIGTERM while still starting (waiting for the quorum, registering): stop at once
+        log.info("stopping before the node finished starting")
+        starting.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await starting
+    elif starting.exception() is not None:
+        exc = starting.exception()
+        expected = (OSError, KafkaError, StorageCheckError, RegistrationError)
+        log.error("cannot start: %s", exc, exc_info=None if isinstance(exc, expected) else exc)
+        code = 1
+    else:
+        await signalled
+    signalled.cancel()
+    if starting.cancelled() or starting.exception() is not None:
+        await broker.abort()  # as after a crash: the next start recovers what it must
+    else:
+        await broker.stop()
+    return code

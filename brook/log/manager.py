@@ -137,6 +137,12 @@ class LogManager:
             except OSError as exc:
                 self.failures.fail(directory, "writing the clean-shutdown marker", exc)
 
+    def close_files(self) -> None:
+        """Close every log's files and write nothing: the next start recovers them as after
+        a crash (a node whose start failed)."""
+        for plog in self._logs.values():
+            plog.close_files()
+
     def handle_dir_failure(self, directory: Path) -> list[TopicPartition]:
         """Drop (and close) the logs of an offline directory; returns their partitions."""
         gone = [tp for tp, plog in self._logs.items() if plog.log_dir == directory]

@@ -13,6 +13,7 @@ soon as it is on disk. The Raft quorum (``brook.raft``) serves the same interfac
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.records import build_batch, encode_record, iter_records
 
 _READ_CHUNK = 8 * 1024 * 1024
+_FLUSH_RETRY_S = 0.1
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,11 +209,22 @@ class LocalQuorum:
             try:
                 await asyncio.to_thread(self.log.flush)
             except (OSError, KafkaError) as exc:
+                if self._directory_online():
+                    # A passing shortage (no file descriptor for the fsync): the records are
+                    # written, only not yet durable; nothing is committed until a flush works.
+                    log.warning("flushing the metadata log failed, retrying: %s", exc)
+                    await asyncio.sleep(_FLUSH_RETRY_S)
+                    self._flush_again = True
+                    continue
                 self._fail(exc)
                 return
             self._publish_up_to(end)
             if not self._flush_again:
                 return
+
+    def _directory_online(self) -> bool:
+        failures = getattr(self.log, "failures", None)
+        return failures is not None and not failures.is_offline(self.log.log_dir)
 
     async def drain(self) -> None:
         """Wait until every append so far is flushed and published (or has failed)."""

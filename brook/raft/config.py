@@ -4,6 +4,7 @@ from the server's configuration."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,14 @@ class RaftConfig:
             request_timeout_ms=int(config["controller.quorum.request.timeout.ms"]),
             retry_backoff_ms=int(config["controller.quorum.retry.backoff.ms"]),
         )
+
+    def follower_fetch_timeout_ms(self, rng: random.Random) -> int:
+        """A follower's wait for a good fetch before it runs for leader: the fetch timeout
+        plus a random part of half the election timeout. Kafka's is the bare fetch timeout;
+        followers that last heard from their leader at the same moment (its answers to their
+        fetches go out together) then start their elections at once and split the vote,
+        which costs an election timeout. Raft randomizes for the same reason."""
+        return self.fetch_timeout_ms + rng.randrange(max(1, self.election_timeout_ms // 2))
 
     @property
     def check_quorum_timeout_ms(self) -> int:

@@ -809,6 +809,10 @@ class RaftCore:
                 role.epoch,
                 log_start_offset=self.log.start_offset,
             )
+        before = self._quorum.role
+        told = (
+            before.hw_sent.get(sender, UNKNOWN_HIGH_WATERMARK) if isinstance(before, Leader) else 0
+        )
         response = self._try_complete_fetch(request, now, out)
         role = self._quorum.role
         if (
@@ -818,6 +822,8 @@ class RaftCore:
             or response.diverging_epoch is not None
             or response.snapshot_id is not None
             or not isinstance(role, Leader)
+            # the replica does not know the current high watermark yet: tell it now
+            or response.high_watermark > told
         ):
             return response
         role.park(sender, request, now, response)
@@ -861,7 +867,7 @@ class RaftCore:
             raise AssertionError(f"a fetch response reached node {self.node_id} as {role!r}")
         if not role.apply_fetch(self.node_id, self.log, response, self.is_voter, out):
             return False
-        role.good_fetch(now, self.config.fetch_timeout_ms)
+        role.good_fetch(now, self.config.follower_fetch_timeout_ms(self._rng))
         return True
 
     # ------------------------------------------------------------------ FetchSnapshot
@@ -889,7 +895,7 @@ class RaftCore:
         if not isinstance(role, Follower):
             raise AssertionError(f"a snapshot response reached node {self.node_id} as {role!r}")
         role.apply_snapshot_chunk(self.log, response, out)
-        role.fetch_deadline = now + self.config.fetch_timeout_ms
+        role.fetch_deadline = now + self.config.follower_fetch_timeout_ms(self._rng)
         return True
 
     # ------------------------------------------------------------------ any response

@@ -92,6 +92,7 @@ class Leader(Role):
         "fetched_voters",
         "granting_voters",
         "high_watermark",
+        "hw_sent",
         "local_id",
         "observer_states",
         "parked",
@@ -122,6 +123,9 @@ class Leader(Role):
         self.begin_epoch_deadline = now
         self.resign_requested = False
         self.parked: list[ParkedFetch] = []
+        # the high watermark each replica was last told: a fetch from a replica that does
+        # not know the current one is answered at once rather than parked
+        self.hw_sent: dict[int, int] = {}
 
     @property
     def leader_id(self) -> int:
@@ -256,6 +260,7 @@ class Leader(Role):
             records = log.read(request.fetch_offset, request.max_bytes)
             moved = self.update_replica(request.replica_id, now, request.fetch_offset)
         hw = UNKNOWN_HIGH_WATERMARK if self.high_watermark is None else self.high_watermark
+        self.hw_sent[request.replica_id] = hw
         response = FetchResponse(
             Errors.NONE,
             self.local_id,

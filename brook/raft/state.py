@@ -98,7 +98,7 @@ class QuorumState:
                 stored.epoch,
                 stored.leader_id,
                 stored.voted_id,
-                now + self._config.fetch_timeout_ms,
+                now + self._config.follower_fetch_timeout_ms(self._rng),
                 hw,
             )
         elif stored.voted_id == me and self.is_voter:
@@ -182,7 +182,7 @@ class QuorumState:
             raise TransitionError(f"cannot follow {leader_id} in epoch {epoch} from {cur}")
         # a vote given in this epoch is kept, so that it is never given twice
         voted = cur.voted_id if epoch == cur.epoch else NOT_SET
-        deadline = now + self._config.fetch_timeout_ms
+        deadline = now + self._config.follower_fetch_timeout_ms(self._rng)
         self._durable(Follower(epoch, leader_id, voted, deadline, cur.high_watermark))
 
     def to_prospective(self, now: int) -> None:

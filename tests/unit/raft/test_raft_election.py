@@ -102,7 +102,7 @@ def test_losing_the_pre_vote_without_a_known_leader_returns_to_unattached() -> N
 def test_losing_the_pre_vote_returns_a_follower_to_its_leader() -> None:
     store = MemoryQuorumStateStore(ElectionState(4, leader_id=2, voters=VOTERS))
     node = Node(1, VOTERS, store=store)
-    node.advance(2000)  # no fetch response within fetch.timeout.ms
+    node.advance(2500)  # no fetch response within fetch.timeout.ms (and its random part)
     assert node.role == "Prospective" and node.core.epoch == 4
     pre_votes = {v: node.request_to(v, VoteRequest) for v in (2, 3)}
     refuse(node, 2, pre_votes[2])
@@ -124,13 +124,26 @@ def test_a_prospective_node_that_times_out_tries_again_without_bumping_the_epoch
 
 
 def test_a_follower_without_fetch_responses_runs_a_pre_vote_not_an_election() -> None:
-    node = Node(
-        1, VOTERS, store=MemoryQuorumStateStore(ElectionState(4, leader_id=2, voters=VOTERS))
-    )
-    node.at(1999)
-    assert node.role == "Follower"
-    node.at(2000)
-    assert node.role == "Prospective" and node.core.epoch == 4
+    """After fetch.timeout.ms plus a random part of half the election timeout (so that two
+    followers of a leader that died do not run at the same moment and split the vote)."""
+    starts = set()
+    for seed in range(20):
+        node = Node(
+            1,
+            VOTERS,
+            seed=seed,
+            store=MemoryQuorumStateStore(ElectionState(4, leader_id=2, voters=VOTERS)),
+        )
+        node.at(1999)
+        assert node.role == "Follower"
+        for now in range(2000, 2501):
+            node.at(now)
+            if node.role != "Follower":
+                break
+        assert node.role == "Prospective" and node.core.epoch == 4
+        assert 2000 <= now < 2500
+        starts.add(now)
+    assert len(starts) > 5  # spread, not all at once
 
 
 def test_good_fetch_responses_keep_a_follower_from_running_for_election() -> None:

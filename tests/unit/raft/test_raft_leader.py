@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from raft_harness import CLUSTER, Node, elect, fetch_at, fetch_request
 
+from brook.raft.actions import Respond
 from brook.raft.core import end_epoch_backoff_ms
 from brook.raft.leader import Leader
 from brook.raft.memory_log import MemoryLog
@@ -156,6 +157,7 @@ def test_a_fetch_with_nothing_to_read_parks_until_an_append() -> None:
 
 def test_a_parked_fetch_answers_empty_when_its_wait_ends() -> None:
     node = leader()
+    fetch_at(node, 2, 1, 1)  # the follower learns the high watermark: its next fetch waits
     request = fetch_request(2, 1, 1, 1, max_wait_ms=500)
     node.receive(2, request)
     assert node.core.next_poll_ms <= node.now + 500
@@ -165,6 +167,29 @@ def test_a_parked_fetch_answers_empty_when_its_wait_ends() -> None:
     response = node.response(request)
     assert isinstance(response, FetchResponse) and response.error == Errors.NONE
     assert not response.records
+
+
+def test_a_fetch_from_a_replica_behind_on_the_high_watermark_is_answered_at_once() -> None:
+    """A replica that has all the records but not the current high watermark gets it now,
+    not after its wait: committed records are applied everywhere within a round trip."""
+    node = leader()
+    assert fetch_at(node, 2, 1, 1).high_watermark == 1
+    node.core.append([b"x"], node.now)
+
+    def fetch(offset: int) -> FetchResponse | None:
+        request = fetch_request(2, 1, offset, 1, max_wait_ms=500)
+        node.receive(2, request)
+        answered = [a.response for a in node.out if isinstance(a, Respond) and a.request is request]
+        return answered[0] if answered else None  # type: ignore[return-value]
+
+    got = fetch(1)
+    assert got is not None and len(got.records) == 1
+    # its next fetch reports the record: the high watermark moves past it, and the fetch is
+    # answered at once with it instead of waiting for new records
+    moved = fetch(2)
+    assert moved is not None and moved.high_watermark == 2 and not moved.records
+    # told everything, its next fetch waits
+    assert fetch(2) is None
 
 
 def test_a_diverging_fetch_is_answered_at_once_with_the_epoch_end() -> None:
@@ -284,6 +309,7 @@ def test_resign_sends_end_quorum_epoch_with_successors_by_fetch_offset() -> None
 
 def test_a_resigning_leader_answers_its_parked_fetches_with_not_leader() -> None:
     node = leader()
+    fetch_at(node, 2, 1, 1)
     parked = fetch_request(2, 1, 1, 1)
     node.receive(2, parked)
     node.out = node.core.resign(node.now)
