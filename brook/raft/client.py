@@ -33,7 +33,7 @@ from brook.metadata.quorum import (
 )
 from brook.net.connection import NodeChannels, NodeUnavailable
 from brook.protocol.batch import CONTROL_BIT
-from brook.protocol.records import build_batch, encode_record, iter_records
+from brook.protocol.records import iter_records
 
 from .actions import (
     Action,
@@ -59,12 +59,12 @@ from .messages import (
 )
 from .partition_log import PartitionRaftLog
 from .quorum_state import QuorumStateStore
+from .snapshot_file import decode_snapshot, encode_snapshot
 from .wire import VERSIONS, decode_response, encode_request
 
 log = logging.getLogger(__name__)
 
 _READ_CHUNK = 8 * 1024 * 1024
-_SNAPSHOT_BATCH = 2000  # records per batch inside a snapshot file
 _MAX_POLL_S = 0.5
 
 
@@ -77,24 +77,6 @@ class SnapshotPolicy:
     max_bytes_between: int = 20 * 1024 * 1024
     max_interval_ms: int = 3_600_000
     retention_bytes: int = 100 * 1024 * 1024
-
-
-def encode_snapshot(values: Sequence[bytes], now_ms: int) -> bytes:
-    """A snapshot file's content: the records rebuilding the image, in v2 batches."""
-    out = bytearray()
-    for start in range(0, len(values), _SNAPSHOT_BATCH):
-        chunk = values[start : start + _SNAPSHOT_BATCH]
-        out += build_batch(
-            [encode_record(i, 0, None, v) for i, v in enumerate(chunk)],
-            base_timestamp=now_ms,
-            max_timestamp=now_ms,
-            base_offset=start,
-        )
-    return bytes(out)
-
-
-def decode_snapshot(content: bytes) -> list[bytes]:
-    return [r.value for _, r in iter_records(content) if r.value is not None]
 
 
 class RaftClient:
@@ -386,7 +368,8 @@ class RaftClient:
 
     # ------------------------------------------------------------------ snapshots
     def _load_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
-        values = decode_snapshot(self.log.read_whole_snapshot(snapshot_id))
+        path = self.log.snapshot_path(snapshot_id)
+        values = decode_snapshot(self.log.read_whole_snapshot(snapshot_id), snapshot_id, str(path))
         for listener in self._listeners:
             listener.handle_load_snapshot(snapshot_id.offset, values)
         self._delivered = snapshot_id.offset
@@ -408,8 +391,12 @@ class RaftClient:
         latest = self.log.latest_snapshot_id()
         if latest is not None and latest.offset >= self._delivered:
             return
-        content = encode_snapshot(self.snapshot_source(), now)
-        snapshot_id = self.core.create_snapshot(self._delivered, content)
+        end = self._delivered
+        if end <= self.log.start_offset:
+            return
+        epoch = self.log.epoch_at(end - 1)
+        content = encode_snapshot(self.snapshot_source(), OffsetAndEpoch(end, epoch), now)
+        snapshot_id = self.core.create_snapshot(end, content)
         self._bytes_since_snapshot = 0
         self._last_snapshot_ms = now
         log.info("metadata snapshot %s written (%d bytes)", snapshot_id, len(content))

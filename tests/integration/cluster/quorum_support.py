@@ -22,8 +22,8 @@ from brook.net.connection import NodeConnection, NodeUnavailable
 from brook.protocol.api import ApiKey
 from brook.protocol.batch import CONTROL_BIT
 from brook.protocol.records import iter_records
-from brook.raft.client import decode_snapshot
 from brook.raft.partition_log import PartitionRaftLog
+from brook.raft.snapshot_file import decode_snapshot
 
 T = TypeVar("T")
 # Short sessions so that a killed broker is fenced, and its restart registered, in seconds.
@@ -133,7 +133,8 @@ def node_image(data_dir: Path, up_to: int | None = None) -> MetadataImage:
         snapshot = raft_log.latest_snapshot_id()
         if snapshot is not None:
             loader.handle_load_snapshot(
-                snapshot.offset, decode_snapshot(raft_log.read_whole_snapshot(snapshot))
+                snapshot.offset,
+                decode_snapshot(raft_log.read_whole_snapshot(snapshot), snapshot, "snapshot"),
             )
             start = snapshot.offset
         chunk = plog.read(start, 1 << 30).records
