@@ -16,6 +16,7 @@ from brook.protocol.batch import BatchHeader
 from .checkpoints import TMP_SUFFIX
 from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
+from .file_pool import FilePool
 from .offset_index import CorruptIndexError
 from .segment import (
     DELETED_SUFFIX,
@@ -45,17 +46,18 @@ class LoadedLog:
         return self.segments[-1].next_offset
 
 
-def segment_base_offsets(directory: Path) -> list[int]:
+def segment_base_offsets(directory: Path, names: list[str] | None = None) -> list[int]:
+    """The base offsets of the ``.log`` files among ``names`` (default: the directory's)."""
     bases = []
-    for name in os.listdir(directory):
+    for name in os.listdir(directory) if names is None else names:
         stem, dot, suffix = name.partition(".")
         if dot and "." + suffix == LOG_SUFFIX and stem.isdigit():
             bases.append(int(stem))
     return sorted(bases)
 
 
-def _remove_leftovers(directory: Path, bases: set[int]) -> None:
-    for name in os.listdir(directory):
+def _remove_leftovers(directory: Path, bases: set[int], names: list[str]) -> None:
+    for name in names:
         path = directory / name
         if name.endswith(_LEFTOVER_SUFFIXES):
             path.unlink(missing_ok=True)
@@ -79,6 +81,7 @@ class LogLoader:
         log_start_offset: int,
         had_clean_shutdown: bool,
         now_ms: int,
+        files: FilePool | None = None,
     ) -> None:
         self.dir = directory
         self.config = config
@@ -87,10 +90,12 @@ class LogLoader:
         self.log_start_offset = log_start_offset
         self.had_clean_shutdown = had_clean_shutdown
         self.now_ms = now_ms
+        self.files = files
 
     def load(self) -> LoadedLog:
-        bases = segment_base_offsets(self.dir)
-        _remove_leftovers(self.dir, set(bases))
+        names = os.listdir(self.dir)
+        bases = segment_base_offsets(self.dir, names)
+        _remove_leftovers(self.dir, set(bases), names)
         cache = self.epoch_cache
         epochs_before = cache.entries()
         # An unreadable checkpoint is rebuilt from the batches' own leader epochs.
@@ -114,8 +119,13 @@ class LogLoader:
                 )
                 self._delete(bases[i:])
                 break
-            segment = LogSegment.with_config(self.dir, base, self.config, self.now_ms, create=False)
+            segment = LogSegment.with_config(
+                self.dir, base, self.config, self.now_ms, create=False, files=self.files
+            )
             truncated = self._load_segment(segment, i >= first_unflushed, rebuild_epochs)
+            if segments:
+                # Only the last segment is appended to: the others' descriptors can go.
+                segments[-1].release_files()
             segments.append(segment)
             if truncated:
                 log.warning(
@@ -136,7 +146,9 @@ class LogLoader:
             segments = []
         if not segments:
             segments.append(
-                LogSegment.with_config(self.dir, log_start, self.config, self.now_ms, create=True)
+                LogSegment.with_config(
+                    self.dir, log_start, self.config, self.now_ms, create=True, files=self.files
+                )
             )
         log_start = max(log_start, segments[0].base_offset)
         log_end = segments[-1].next_offset

@@ -35,6 +35,7 @@ from brook.protocol.records import RECORD_BAD_TIMESTAMP, RECORD_NULL_KEY, valida
 from .checkpoints import CheckpointError, PartitionMetadataFile, fsync_path
 from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
+from .file_pool import FilePool, shared_pool
 from .loader import LogLoader
 from .producer_state import ProducerStateManager
 from .segment import LogSegment
@@ -97,10 +98,13 @@ class PartitionLog:
         recovery_point: int,
         epoch_cache: LeaderEpochCache,
         now: int,
+        files: FilePool | None = None,
     ) -> None:
         self.dir = directory
         self.topic, self.partition = parse_topic_partition(directory.name)
         self.config = config
+        # Where this log's segment files get their descriptors (the node's pool).
+        self.files = shared_pool() if files is None else files
         self.topic_id: uuid.UUID | None = None
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
@@ -130,8 +134,10 @@ class PartitionLog:
         had_clean_shutdown: bool = False,
         topic_id: uuid.UUID | None = None,
         now_ms: int | None = None,
+        files: FilePool | None = None,
     ) -> PartitionLog:
-        """Load (recovering if needed) or create the log in ``dir``."""
+        """Load (recovering if needed) or create the log in ``dir``; its files take their
+        descriptors from ``files`` (a process-wide pool by default)."""
         directory = Path(dir)
         parse_topic_partition(directory.name)
         created = not directory.exists()
@@ -146,6 +152,7 @@ class PartitionLog:
             log_start_offset=log_start_offset,
             had_clean_shutdown=had_clean_shutdown,
             now_ms=now,
+            files=files,
         ).load()
         plog = cls(
             directory,
@@ -155,6 +162,7 @@ class PartitionLog:
             recovery_point=loaded.recovery_point,
             epoch_cache=epoch_cache,
             now=now,
+            files=files,
         )
         if created:
             plog._unsynced_paths.update((directory, directory.parent))
@@ -164,6 +172,8 @@ class PartitionLog:
 
     def assign_topic_id(self, topic_id: uuid.UUID | None) -> None:
         """Check ``topic_id`` against partition.metadata, writing it if the file has none."""
+        if topic_id is not None and topic_id == self.topic_id:
+            return  # read from (or written to) the file already: one read per start
         meta = PartitionMetadataFile(self.dir / PARTITION_METADATA)
         try:
             stored = meta.read()
@@ -401,7 +411,7 @@ class PartitionLog:
         old = self._segments[-1]
         old.on_become_inactive()
         segment = LogSegment.with_config(
-            self.dir, self.log_end_offset, self.config, now, create=True
+            self.dir, self.log_end_offset, self.config, now, create=True, files=self.files
         )
         with self._lock:
             self._segments.append(segment)
@@ -536,7 +546,7 @@ class PartitionLog:
             for old in doomed:
                 old.delete()
             segment = LogSegment.with_config(
-                self.dir, offset, self.config, wall_clock_ms(), create=True
+                self.dir, offset, self.config, wall_clock_ms(), create=True, files=self.files
             )
             self._segments[:] = [segment]
             self._bases[:] = [offset]
@@ -681,9 +691,19 @@ class PartitionLog:
 
     def close(self) -> None:
         """Flush, snapshot the producer state at the log end, and close every file."""
-        self.flush()
-        self.producer_state.take_snapshot(sync=True)
+        self.flush_for_close()
         self.close_files()
+
+    def flush_for_close(self) -> None:
+        """What ``close`` makes durable before closing: everything, and a producer snapshot
+        at the log end. As Kafka, the snapshot is taken only when the log end is beyond the
+        latest snapshot (or 0 without one): an equal one is on disk already, and an empty
+        log at 0 has nothing to remember. Safe on a worker thread, one per log."""
+        self.flush()
+        state = self.producer_state
+        snapshots = state.snapshot_offsets()
+        if state.map_end_offset > (snapshots[-1] if snapshots else 0):
+            state.take_snapshot(sync=True)
 
     def close_files(self) -> None:
         """Close every file without flushing (the log is being deleted or moved)."""

@@ -1,6 +1,7 @@
 """A node's log directories (Kafka's ``LogManager``): loading every partition log at startup
 (recovering them after an unclean shutdown), creating and deleting logs, the per-directory
 checkpoints, the clean-shutdown marker, ``meta.properties``, retention and flush scheduling.
+Every log's files share one bounded pool of descriptors (``file_pool.py``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import shutil
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from .checkpoints import (
     write_properties,
 )
 from .config import LogConfig
+from .file_pool import FilePool
 from .log import PartitionLog, parse_topic_partition, wall_clock_ms
 
 log = logging.getLogger(__name__)
@@ -48,19 +51,32 @@ class LogManager:
         *,
         now_ms: Callable[[], int] = wall_clock_ms,
         producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS,
+        max_open_files: int | None = None,
+        recovery_threads_per_dir: int = 1,
     ) -> None:
+        """``max_open_files``: the descriptors the logs may hold at once (None: sized from
+        RLIMIT_NOFILE, see ``file_pool.default_capacity``). ``recovery_threads_per_dir``:
+        Kafka's num.recovery.threads.per.data.dir, here the threads that flush the logs at
+        shutdown, each log on one thread."""
         if not log_dirs:
             raise ValueError("at least one log directory is needed")
         self.log_dirs = [Path(d) for d in log_dirs]
         self.default_config = LogConfig.from_topic_config(topic_defaults)
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._now = now_ms
+        self._threads = max(1, recovery_threads_per_dir) * len(self.log_dirs)
+        self.files = FilePool(max_open_files)
         self._logs: dict[TopicPartition, PartitionLog] = {}
+        # logs per directory, so that placing a new log does not count them all
+        self._dir_counts: Counter[Path] = Counter()
         self._pending_deletes: list[tuple[Path, int]] = []  # renamed dir, when to remove it
 
     # ------------------------------------------------------------------ lifecycle
     def startup(self) -> None:
-        """Load every partition directory, recovering logs unless the last shutdown was clean."""
+        """Load every partition directory, recovering logs unless the last shutdown was clean.
+
+        One log after the other, on this thread: a pooled descriptor is used right after it
+        is handed out, which holds only while one thread at a time takes descriptors."""
         for directory in self.log_dirs:
             directory.mkdir(parents=True, exist_ok=True)
             marker = directory / CLEAN_SHUTDOWN_MARKER
@@ -87,14 +103,31 @@ class LogManager:
                     log_start_offset=log_starts.get(tp, 0),
                     had_clean_shutdown=clean,
                     now_ms=self._now(),
+                    files=self.files,
                 )
+                self._dir_counts[directory] += 1
             marker.unlink(missing_ok=True)
         log.info("loaded %d logs from %s", len(self._logs), ", ".join(map(str, self.log_dirs)))
 
+    def _on_threads(self, fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+        """``fn`` over ``items`` on the recovery threads, results in order; the first error
+        raises once every item is done. ``fn`` must not take pooled descriptors (syncs,
+        which pin theirs, may)."""
+        if self._threads == 1 or len(items) < 2:
+            return [fn(item) for item in items]
+        with ThreadPoolExecutor(self._threads, thread_name_prefix="log-recovery") as pool:
+            futures = [pool.submit(fn, item) for item in items]
+        return [future.result() for future in futures]
+
     def shutdown(self) -> None:
-        """Close every log, write the checkpoints, then mark each directory cleanly shut down."""
-        for plog in self._logs.values():
-            plog.close()
+        """Close every log, write the checkpoints, then mark each directory cleanly shut down.
+
+        The flushes and producer snapshots run on the recovery threads (fsyncs of thousands
+        of small files are latency-bound); the checkpoints and markers follow them all."""
+        logs = list(self._logs.values())
+        self._on_threads(PartitionLog.flush_for_close, logs)
+        for plog in logs:
+            plog.close_files()
         self.write_recovery_checkpoints()
         for directory in self.log_dirs:
             write_atomically(directory / CLEAN_SHUTDOWN_MARKER, b"")
@@ -118,20 +151,23 @@ class LogManager:
                 existing.update_config(config)
             existing.assign_topic_id(topic_id)
             return existing
-        parent = self._emptiest_dir()
-        parent.mkdir(parents=True, exist_ok=True)
+        parent = self._emptiest_dir()  # created by startup
         # The new directory is fsynced (into its parent) by the log's first flush.
         plog = PartitionLog.open(
-            parent / f"{topic}-{partition}", config, topic_id=topic_id, now_ms=self._now()
+            parent / f"{topic}-{partition}",
+            config,
+            topic_id=topic_id,
+            now_ms=self._now(),
+            files=self.files,
         )
         self._logs[(topic, partition)] = plog
+        self._dir_counts[parent] += 1
         return plog
 
     def _emptiest_dir(self) -> Path:
         if len(self.log_dirs) == 1:
             return self.log_dirs[0]
-        counts = Counter(plog.dir.parent for plog in self._logs.values())
-        return min(self.log_dirs, key=lambda d: counts[d])
+        return min(self.log_dirs, key=lambda d: self._dir_counts[d])
 
     def delete_log(self, topic: str, partition: int) -> None:
         """Rename the directory to ``<name>.<uuid>-delete``; ``remove_deleted_logs`` removes it
@@ -139,6 +175,7 @@ class LogManager:
         plog = self._logs.pop((topic, partition), None)
         if plog is None:
             return
+        self._dir_counts[plog.dir.parent] -= 1
         plog.close_files()
         doomed = plog.dir.with_name(f"{plog.dir.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
         # Not fsynced: if a crash undoes the rename, the next start finds a log that the

@@ -23,6 +23,7 @@ from brook.protocol.batch import (
 from brook.protocol.records import Record, batch_records
 
 from .config import LogConfig
+from .file_pool import FilePool, shared_pool
 from .offset_index import CorruptIndexError, OffsetIndex
 from .time_index import NO_TIMESTAMP, TimeIndex
 
@@ -87,6 +88,7 @@ class LogSegment:
         roll_jitter_ms: int = 0,
         created_ms: int | None = None,
         create: bool = False,
+        files: FilePool | None = None,
     ) -> None:
         self.dir = directory
         self.base_offset = base_offset
@@ -99,14 +101,22 @@ class LogSegment:
             flags |= os.O_TRUNC
             for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
                 segment_path(directory, base_offset, suffix).unlink(missing_ok=True)
-        self._fd = os.open(self.log_path, flags, 0o644)
-        self.closed = False
-        self.size = os.fstat(self._fd).st_size
+        pool = shared_pool() if files is None else files
+        try:
+            # A segment found on disk is opened when first read or written.
+            self.size = 0 if create else os.stat(self.log_path).st_size
+            self._file = pool.open(self.log_path, flags, lazy=not create)
+        except FileNotFoundError:
+            self._file = pool.open(self.log_path, flags)
+            self.size = os.fstat(self._fd).st_size
         self.offset_index = OffsetIndex(
-            segment_path(directory, base_offset, INDEX_SUFFIX), base_offset, max_index_size
+            segment_path(directory, base_offset, INDEX_SUFFIX), base_offset, max_index_size, pool
         )
         self.time_index = TimeIndex(
-            segment_path(directory, base_offset, TIME_INDEX_SUFFIX), base_offset, max_index_size
+            segment_path(directory, base_offset, TIME_INDEX_SUFFIX),
+            base_offset,
+            max_index_size,
+            pool,
         )
         self.next_offset = base_offset
         self.max_timestamp = NO_TIMESTAMP
@@ -119,7 +129,14 @@ class LogSegment:
 
     @classmethod
     def with_config(
-        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int, *, create: bool
+        cls,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        now_ms: int,
+        *,
+        create: bool,
+        files: FilePool | None = None,
     ) -> LogSegment:
         """Open (or with ``create``, start afresh) the segment at ``base_offset``."""
         return cls(
@@ -130,7 +147,25 @@ class LogSegment:
             roll_jitter_ms=config.random_segment_jitter(),
             created_ms=now_ms,
             create=create,
+            files=files,
         )
+
+    @property
+    def _fd(self) -> int:
+        """The log file's descriptor, reopened if the pool closed it. Every use counts as a
+        possible write for ``flush``: reads happen on segments that a flush skips (all
+        below the recovery point) or syncs anyway (holding unflushed data)."""
+        return self._file.write_fd()
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def release_files(self) -> None:
+        """Give the pool back this segment's descriptors; the next use reopens them."""
+        self._file.release()
+        self.offset_index.release()
+        self.time_index.release()
 
     # ------------------------------------------------------------------ loading
     def load(self) -> None:
@@ -465,7 +500,13 @@ class LogSegment:
         """The largest record timestamp, or the file's modification time without one."""
         if self.max_timestamp > NO_TIMESTAMP:
             return self.max_timestamp
-        return int(os.fstat(self._fd).st_mtime * 1000) if not self.closed else NO_TIMESTAMP
+        if self.closed:
+            return NO_TIMESTAMP
+        try:
+            # By path: reopening a pooled descriptor for its modification time is not needed.
+            return int(os.stat(self.log_path).st_mtime * 1000)
+        except FileNotFoundError:
+            return NO_TIMESTAMP
 
     # ------------------------------------------------------------------ truncation, files
     def truncate_to(self, offset: int, now_ms: int) -> int:
@@ -485,10 +526,10 @@ class LogSegment:
         return removed
 
     def flush(self) -> None:
-        """fsync the log and both indexes (tolerating a concurrent close by retention)."""
+        """fsync the log and both indexes, those the pool closed since they were written
+        included (tolerating a concurrent close by retention)."""
         try:
-            if not self.closed:
-                os.fsync(self._fd)
+            self._file.sync()
             self.offset_index.flush()
             self.time_index.flush()
         except OSError:
@@ -496,9 +537,7 @@ class LogSegment:
                 raise
 
     def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            os.close(self._fd)
+        self._file.close()
         self.offset_index.close()
         self.time_index.close()
 

@@ -3,6 +3,7 @@ meta.properties, retention and flush scheduling."""
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from collections.abc import Callable
@@ -174,3 +175,44 @@ def test_retention_and_flush_scheduling(tmp_path: Path, make_config: MakeConfig)
     assert manager.run_retention(NOW + 2000, {("t", 0): 20, ("u", 0): 2}) == segments
     assert plog.log_start_offset == 20
     manager.shutdown()
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_logs_hold_at_most_max_open_files_descriptors(
+    tmp_path: Path, make_config: MakeConfig
+) -> None:
+    """Three files a segment, many segments: the node's descriptors stay within the pool's
+    capacity however many logs it hosts, through startup, appends, reads and shutdown."""
+    config = make_config(segment_bytes=1000)
+    before = _open_descriptors()
+    manager = LogManager(
+        [str(tmp_path / "d")], {"segment.bytes": 1000}, now_ms=Clock(), max_open_files=4
+    )
+    manager.startup()
+    for p in range(40):
+        manager.get_or_create_log("t", p, config)
+        _append(manager, "t", p, 8)  # rolls: several segments each
+    assert _open_descriptors() - before <= 4
+    manager.shutdown()
+    assert _open_descriptors() == before
+
+    again = LogManager(
+        [str(tmp_path / "d")],
+        {"segment.bytes": 1000},
+        now_ms=Clock(),
+        max_open_files=4,
+        recovery_threads_per_dir=3,
+    )
+    again.startup()
+    assert _open_descriptors() - before <= 4
+    for p in range(40):
+        plog = again.get_log("t", p)
+        assert plog is not None and len(plog.segments()) > 2
+        assert plog.read(0, 1 << 20).records  # reopens the oldest segment's file
+        assert plog.recovery_point == plog.log_end_offset == 16
+    again.shutdown()  # flushed on three threads
+    assert _open_descriptors() == before
+    assert (tmp_path / "d" / ".kafka_cleanshutdown").exists()

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from brook.log.config import LogConfig
+from brook.log.file_pool import FilePool
 from brook.log.offset_index import CorruptIndexError
 from brook.log.segment import CorruptSegmentError, LogSegment, segment_path
 from brook.protocol.batch import BatchHeader, read_header
@@ -246,3 +247,33 @@ def test_delete_removes_every_file(tmp_path: Path) -> None:
     for suffix in (".log", ".index", ".timeindex"):
         assert not segment_path(tmp_path, BASE, suffix).exists()
     assert list(tmp_path.iterdir()) == []
+
+
+def _append_one(segment: LogSegment) -> bytes:
+    data = _batch(segment.next_offset)
+    header = read_header(data)
+    segment.append([data], len(data), header.last_offset, header.max_timestamp)
+    return data
+
+
+def test_a_segment_whose_descriptors_were_closed_reopens_them(tmp_path: Path) -> None:
+    """The pool may close an active segment's files between appends: the next append, read
+    or lookup reopens them, appending at the end and never truncating."""
+    pool = FilePool(1)
+    segment = _segment(tmp_path, interval=1, files=pool)
+    other = _segment(tmp_path / "other", interval=1, files=pool)
+    written = []
+    for _ in range(4):
+        written.append(_append_one(segment))
+        _append_one(other)  # takes the pool's one descriptor
+    assert pool.open_count == 1 and len(segment.offset_index) == 3
+    assert segment.read(0, 10**6, None, True)[0] == b"".join(written)
+    found = segment.find_batch(segment.next_offset - 1)
+    assert found is not None and found[1].last_offset == segment.next_offset - 1
+    segment.flush()
+    segment.close()
+    other.close()
+    reloaded = _segment(tmp_path, create=False, files=pool)
+    reloaded.load()
+    assert reloaded.next_offset == segment.next_offset and reloaded.size == segment.size
+    assert len(reloaded.offset_index) == 3
