@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from brook.config.defs import Config
+from brook.log.config import LogConfig
 from brook.log.manager import LogManager
 from brook.metadata.image import (
     Change,
@@ -61,9 +62,10 @@ class ReplicaManager:
     # ------------------------------------------------------------------ lifecycle
     def startup(self) -> None:
         self._checkpointed_hw = self.log_manager.read_high_watermarks()
+        configs: dict[str, LogConfig] = {}
         for topic in self.image.topics.values():
             for info in topic.partitions.values():
-                self._apply_partition(topic.name, info)
+                self._apply_partition(topic.name, info, configs)
         self._remove_stray_logs()
 
     def shutdown(self) -> None:
@@ -89,16 +91,21 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ metadata
     def on_metadata_changes(self, changes: Iterable[Change]) -> None:
+        # The image is the same for every change of a batch: one log config per topic.
+        configs: dict[str, LogConfig] = {}
         for change in changes:
             if isinstance(change, PartitionChanged):
-                self._apply_partition(change.topic, change.info)
+                self._apply_partition(change.topic, change.info, configs)
             elif isinstance(change, TopicRemoved):
                 for p in list(change.topic.partitions):
                     self._remove((change.topic.name, p))
             elif isinstance(change, ConfigChanged):
                 self._reload_configs(change)
 
-    def _apply_partition(self, topic: str, info: PartitionInfo) -> None:
+    def _apply_partition(
+        self, topic: str, info: PartitionInfo, configs: dict[str, LogConfig] | None = None
+    ) -> None:
+        """``configs``: log configs already computed from the current image, by topic."""
         tp = (topic, info.partition)
         if self.node_id not in info.replicas:
             if tp in self.partitions:
@@ -106,7 +113,13 @@ class ReplicaManager:
             return
         partition = self.partitions.get(tp)
         if partition is None:
-            config = topic_config.log_config(self.server_config, self.image, self.node_id, topic)
+            config = None if configs is None else configs.get(topic)
+            if config is None:
+                config = topic_config.log_config(
+                    self.server_config, self.image, self.node_id, topic
+                )
+                if configs is not None:
+                    configs[topic] = config
             plog = self.log_manager.get_or_create_log(topic, info.partition, config, info.topic_id)
             hw = self._checkpointed_hw.get(tp, 0)
             partition = Partition(
