@@ -241,6 +241,15 @@ SERVER_CONFIG = ConfigDef(
         # topics
         _K("num.partitions", Type.INT, 1, at_least(1), "Default partitions of a new topic"),
         _K(
+            "max.broker.partitions",
+            Type.INT,
+            100_000,  # twice what docs/performance.md measures one node hosting
+            at_least(1),
+            "Partition replicas a broker may host, internal topics included (KIP-578's name); "
+            "CreateTopics, CreatePartitions, auto-creation and reassignments that would exceed "
+            "it fail with POLICY_VIOLATION",
+        ),
+        _K(
             "default.replication.factor",
             Type.INT,
             1,
