@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
+from brook.log.file_pool import connection_capacity
 from brook.protocol.api import ApiKey, api_name, request_class, response_class
 from brook.protocol.build import build
 from brook.protocol.errors import Errors
@@ -63,6 +64,10 @@ class Connection(asyncio.BufferedProtocol):
         self.transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if self.server.refuse_over_limit(self.peer):
+            self._closed = True
+            transport.close()
+            return
         self.server.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -227,6 +232,14 @@ class SocketServer:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.connections: set[Connection] = set()
+        configured = int(broker.config["max.connections"])
+        self.max_connections = (
+            connection_capacity(broker.log_manager.files.capacity)
+            if configured == -1
+            else configured
+        )
+        self._refused = 0
+        self._refusal_logged = 0.0
         self.servers: list[asyncio.AbstractServer] = []
         self.bound: dict[str, tuple[str, int]] = {}
 
@@ -244,6 +257,24 @@ class SocketServer:
             self.bound[name] = (sock[0], sock[1])
             self.servers.append(server)
             log.info("listening on %s://%s:%d", name, sock[0], sock[1])
+
+    def refuse_over_limit(self, peer: str) -> bool:
+        """Whether a new connection goes over max.connections (it is closed then): clients
+        must not take the descriptors the logs and the node need, or a produce could fail
+        for want of one."""
+        if len(self.connections) < self.max_connections:
+            return False
+        self._refused += 1
+        now = time.monotonic()
+        if now - self._refusal_logged >= 10:
+            self._refusal_logged = now
+            log.warning(
+                "refused a connection from %s: max.connections (%d) reached (%d refused)",
+                peer,
+                self.max_connections,
+                self._refused,
+            )
+        return True
 
     def close_idle(self, max_idle_ms: int) -> int:
         """Close connections idle for longer than ``max_idle_ms`` (connections.max.idle.ms);

@@ -38,6 +38,7 @@ from .checkpoints import CheckpointError, PartitionMetadataFile, fsync_path
 from .config import LogConfig
 from .dir_failure import LogDirFailureChannel, offline_error
 from .epoch_cache import LeaderEpochCache
+from .file_pool import FilePool, shared_pool
 from .loader import LogLoader
 from .producer_state import ProducerStateManager
 from .record_errors import TIMESTAMPS_REJECTED, TimestampRule, record_validation_error
@@ -69,7 +70,9 @@ def _storage_io(
 ]:
     """Kafka's ``maybeHandleIOException`` for a ``PartitionLog`` method: it refuses to run in
     an offline log directory, and an I/O error takes the directory offline and surfaces as
-    KAFKA_STORAGE_ERROR ("Error while <action> <topic-partition> in dir <dir>")."""
+    KAFKA_STORAGE_ERROR ("Error while <action> <topic-partition> in dir <dir>"). Running out
+    of descriptors surfaces the same way but leaves the directory online
+    (``LogDirFailureChannel.fail``)."""
 
     def wrap(
         method: Callable[Concatenate[PartitionLog, _P], _R],
@@ -132,12 +135,15 @@ class PartitionLog:
         epoch_cache: LeaderEpochCache,
         now: int,
         failures: LogDirFailureChannel | None = None,
+        files: FilePool | None = None,
     ) -> None:
         self.dir = directory
         self.log_dir = directory.parent
         self.failures = failures or LogDirFailureChannel()
         self.topic, self.partition = parse_topic_partition(directory.name)
         self.config = config
+        # Where this log's segment files get their descriptors (the node's pool).
+        self.files = shared_pool() if files is None else files
         self.topic_id: uuid.UUID | None = None
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
@@ -168,8 +174,10 @@ class PartitionLog:
         topic_id: uuid.UUID | None = None,
         now_ms: int | None = None,
         failures: LogDirFailureChannel | None = None,
+        files: FilePool | None = None,
     ) -> PartitionLog:
-        """Load (recovering if needed) or create the log in ``dir``. An OSError here is the
+        """Load (recovering if needed) or create the log in ``dir``; its files take their
+        descriptors from ``files`` (a process-wide pool by default). An OSError here is the
         caller's to report (the log manager takes the directory offline)."""
         directory = Path(dir)
         parse_topic_partition(directory.name)
@@ -185,6 +193,7 @@ class PartitionLog:
             log_start_offset=log_start_offset,
             had_clean_shutdown=had_clean_shutdown,
             now_ms=now,
+            files=files,
         ).load()
         plog = cls(
             directory,
@@ -195,8 +204,9 @@ class PartitionLog:
             epoch_cache=epoch_cache,
             now=now,
             failures=failures,
+            files=files,
         )
-        if created:
+        if created or loaded.fresh:
             plog._unsynced_paths.update((directory, directory.parent))
         try:
             plog.assign_topic_id(topic_id)
@@ -209,6 +219,8 @@ class PartitionLog:
     @_storage_io("writing partition.metadata of")
     def assign_topic_id(self, topic_id: uuid.UUID | None) -> None:
         """Check ``topic_id`` against partition.metadata, writing it if the file has none."""
+        if topic_id is not None and topic_id == self.topic_id:
+            return  # read from (or written to) the file already: one read per start
         meta = PartitionMetadataFile(self.dir / PARTITION_METADATA)
         try:
             stored = meta.read()
@@ -462,7 +474,7 @@ class PartitionLog:
         old = self._segments[-1]
         old.on_become_inactive()
         segment = LogSegment.with_config(
-            self.dir, self.log_end_offset, self.config, now, create=True
+            self.dir, self.log_end_offset, self.config, now, create=True, files=self.files
         )
         with self._lock:
             self._segments.append(segment)
@@ -602,7 +614,7 @@ class PartitionLog:
             for old in doomed:
                 old.delete()
             segment = LogSegment.with_config(
-                self.dir, offset, self.config, wall_clock_ms(), create=True
+                self.dir, offset, self.config, wall_clock_ms(), create=True, files=self.files
             )
             self._segments[:] = [segment]
             self._bases[:] = [offset]
@@ -758,9 +770,21 @@ class PartitionLog:
     @_storage_io("closing")
     def close(self) -> None:
         """Flush, snapshot the producer state at the log end, and close every file."""
-        self.flush()
-        self.producer_state.take_snapshot(sync=True)
+        self.flush_for_close()
         self.close_files()
+
+    @_storage_io("closing")
+    def flush_for_close(self) -> None:
+        """What ``close`` makes durable before closing: everything, and a producer snapshot
+        at the log end. As Kafka, the snapshot is taken only when the log end is beyond the
+        latest snapshot (or 0 without one): an equal one is on disk already, and an empty
+        log at 0 has nothing to remember. Safe on a worker thread, one per log; an I/O error
+        takes the directory offline as in ``flush``."""
+        self.flush()
+        state = self.producer_state
+        snapshots = state.snapshot_offsets()
+        if state.map_end_offset > (snapshots[-1] if snapshots else 0):
+            state.take_snapshot(sync=True)
 
     def close_files(self) -> None:
         """Close every file without flushing (the log is being deleted or moved)."""

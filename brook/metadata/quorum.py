@@ -1,5 +1,12 @@
 """The metadata log's quorum. A quorum of one (the embedded default) commits an append as soon
 as it is on local disk; a Raft quorum (KIP-595) replaces this class behind the same interface.
+
+An append whose flush fails is not committed, and the caller does not apply it; it must not
+stay in the log either, or the image would miss records that the log holds and that the next
+start would replay. An I/O error takes the log's directory offline, so nothing is appended
+after it (the next start finds it, never acknowledged, as docs/design.md says of any failed
+write). An error that leaves the directory online (the process out of descriptors) has the
+batch cut from the log at once; if that fails too, the directory is taken offline.
 """
 
 from __future__ import annotations
@@ -9,6 +16,7 @@ import time
 from collections.abc import Iterator
 
 from brook.log.log import PartitionLog
+from brook.protocol.errors import KafkaError
 from brook.protocol.records import build_batch, encode_record, iter_records
 
 _READ_CHUNK = 8 * 1024 * 1024
@@ -52,5 +60,20 @@ class LocalQuorum:
             max_timestamp=now,
         )
         result = self.log.append_as_leader(batch, self.epoch, now)
-        await asyncio.to_thread(self.log.flush)
+        try:
+            await asyncio.to_thread(self.log.flush)
+        except KafkaError:
+            self._take_back(result.first_offset)
+            raise
         return result.last_offset
+
+    def _take_back(self, offset: int) -> None:
+        """Cut an uncommitted batch (at ``offset``) from the log while its directory is online
+        (see the module's docstring); offline, the log is left alone."""
+        plog = self.log
+        if plog.failures.is_offline(plog.log_dir):
+            return
+        try:
+            plog.truncate_to(offset)
+        except KafkaError as exc:
+            plog.failures.fail(plog.log_dir, "removing a metadata batch that was not flushed", exc)
