@@ -38,6 +38,7 @@ from .epoch_cache import LeaderEpochCache
 from .loader import LogLoader
 from .producer_state import ProducerStateManager
 from .segment import LogSegment
+from .span import StoredSpan
 from .time_index import NO_TIMESTAMP
 
 # A compressed batch's records are checked when they decompress to at most this much (Kafka
@@ -78,7 +79,7 @@ class AppendResult:
 
 @dataclass(frozen=True, slots=True)
 class ReadResult:
-    records: bytes
+    records: bytes | StoredSpan
     log_start_offset: int
     log_end_offset: int
 
@@ -417,9 +418,11 @@ class PartitionLog:
         max_bytes: int,
         max_offset: int | None = None,
         min_one_batch: bool = True,
+        spans: bool = False,
     ) -> ReadResult:
         """Whole stored batches from the one holding ``offset``, within ``max_bytes`` (but at
-        least one batch when ``min_one_batch``), none ending after ``max_offset``."""
+        least one batch when ``min_one_batch``), none ending after ``max_offset``. With
+        ``spans`` (fetch responses), large reads are ``StoredSpan``s: see span.py."""
         start, end = self.log_start_offset, self.log_end_offset
         if offset < start or offset > end:
             raise KafkaError(
@@ -431,7 +434,7 @@ class PartitionLog:
         located = self._locate(offset)
         while located is not None:
             segment, position = located
-            data, next_offset = segment.read(position, max_bytes, max_offset, min_one_batch)
+            data, next_offset = segment.read(position, max_bytes, max_offset, min_one_batch, spans)
             if data:
                 cache = self._read_cache
                 if len(cache) >= _READ_CACHE_SIZE:
