@@ -307,6 +307,16 @@ SERVER_CONFIG = ConfigDef(
             "and brook.log.max.open.files",
         ),
         _K(
+            "queued.max.request.bytes",
+            Type.LONG,
+            268435456,
+            None,
+            "Bytes of requests held at once, from their size prefix until handled; past it, "
+            "requests larger than 256 KiB wait and their connections stop reading. <= 0: "
+            "unbounded (Kafka's default is -1; Brook bounds it, and only allocates a request "
+            "as its bytes arrive). Must be at least socket.request.max.bytes when set",
+        ),
+        _K(
             "connections.max.idle.ms",
             Type.LONG,
             600000,
@@ -420,7 +430,18 @@ def parse_server_config(props: dict[str, Any]) -> Config:
         raise ConfigError("Invalid value for configuration listeners: at least one is required")
     _check_security_protocols(cfg)
     _check_single_node(cfg)
+    _check_queued_bytes(cfg)
     return cfg
+
+
+def _check_queued_bytes(cfg: Config) -> None:
+    """Kafka's rule: a pool smaller than the largest request could never admit it."""
+    queued, largest = cfg["queued.max.request.bytes"], cfg["socket.request.max.bytes"]
+    if 0 < queued < largest:
+        raise ConfigError(
+            f"Invalid value {queued} for configuration queued.max.request.bytes: must be "
+            f"<= 0 (unbounded) or at least socket.request.max.bytes ({largest})"
+        )
 
 
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")

@@ -103,6 +103,12 @@ class PooledFile:
                 return self._fd
             return pool._open_locked(self, self._flags)
 
+    def check_online(self) -> None:
+        """Raise KAFKA_STORAGE_ERROR if the file's directory is offline, whether or not it
+        holds a descriptor: for a read that comes long after the log's own check (a fetch
+        response sent from the segment a chunk at a time)."""
+        self.pool._check(self.path)
+
     def write_fd(self) -> int:
         """``fd()`` for a write or truncation: the file is dirty until the next ``sync``."""
         fd = self.fd()

@@ -43,6 +43,7 @@ from .loader import LogLoader
 from .producer_state import ProducerStateManager
 from .record_errors import TIMESTAMPS_REJECTED, TimestampRule, record_validation_error
 from .segment import LogSegment
+from .span import StoredSpan
 from .time_index import NO_TIMESTAMP
 
 # A compressed batch's records are checked when they decompress to at most this much (Kafka
@@ -111,7 +112,7 @@ class AppendResult:
 
 @dataclass(frozen=True, slots=True)
 class ReadResult:
-    records: bytes
+    records: bytes | StoredSpan
     log_start_offset: int
     log_end_offset: int
 
@@ -491,9 +492,11 @@ class PartitionLog:
         max_bytes: int,
         max_offset: int | None = None,
         min_one_batch: bool = True,
+        spans: bool = False,
     ) -> ReadResult:
         """Whole stored batches from the one holding ``offset``, within ``max_bytes`` (but at
-        least one batch when ``min_one_batch``), none ending after ``max_offset``."""
+        least one batch when ``min_one_batch``), none ending after ``max_offset``. With
+        ``spans`` (fetch responses), large reads are ``StoredSpan``s: see span.py."""
         start, end = self.log_start_offset, self.log_end_offset
         if offset < start or offset > end:
             raise KafkaError(
@@ -505,8 +508,10 @@ class PartitionLog:
         located = self._locate(offset)
         while located is not None:
             segment, position = located
-            data, next_offset = segment.read(position, max_bytes, max_offset, min_one_batch)
+            data, next_offset = segment.read(position, max_bytes, max_offset, min_one_batch, spans)
             if data:
+                if isinstance(data, StoredSpan):
+                    data.log = self  # its chunks are read through read_span's guard
                 cache = self._read_cache
                 if len(cache) >= _READ_CACHE_SIZE:
                     del cache[next(iter(cache))]
@@ -516,6 +521,15 @@ class PartitionLog:
                 break
             located = self._next_segment_start(segment)
         return ReadResult(b"", start, end)
+
+    @_storage_io("reading from")
+    def read_span(self, span: StoredSpan, offset: int, size: int) -> bytes:
+        """``size`` bytes from ``offset`` within a span this log cut, read as a connection
+        sends it. The guard is that of ``read``, since the directory may have gone offline
+        since the span was cut: KAFKA_STORAGE_ERROR then, with nothing opened; an I/O error
+        takes the directory offline; running out of descriptors for the segment's reopening
+        fails this read only. A segment closed or truncated since raises SpanGone."""
+        return span.segment.read_span(span.position + offset, size, span.truncations)
 
     def _locate(self, offset: int) -> tuple[LogSegment, int] | None:
         """The segment and position of the batch holding ``offset``."""

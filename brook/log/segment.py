@@ -28,6 +28,7 @@ from .config import LogConfig
 from .dir_failure import out_of_descriptors
 from .file_pool import FilePool, shared_pool
 from .offset_index import CorruptIndexError, OffsetIndex
+from .span import SpanGone, StoredSpan
 from .time_index import NO_TIMESTAMP, TimeIndex
 
 LOG_SUFFIX = ".log"
@@ -124,6 +125,8 @@ class LogSegment:
             for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
                 segment_path(directory, base_offset, suffix).unlink(missing_ok=True)
         pool = shared_pool() if files is None else files
+        # Counts truncations: a StoredSpan cut before one no longer names its bytes.
+        self.truncations = 0
         try:
             # A segment found on disk is opened when first read or written.
             self.size = 0 if create else os.stat(self.log_path).st_size
@@ -405,7 +408,9 @@ class LogSegment:
         every later write would land after those torn bytes, where reads and recovery never
         reach. The files are cut through pooled descriptors, reopened if the pool closed them.
         Best effort: returns False if a cut failed too; the log directory then goes offline
-        (see ``_undo_append``) and recovery at the next start cuts the torn tail."""
+        (see ``_undo_append``) and recovery at the next start cuts the torn tail. Not a
+        truncation for ``StoredSpan``s: it cuts only bytes past the size before the append,
+        which no span covers."""
         self.size, self.next_offset = state.size, state.next_offset
         self.max_timestamp = state.max_timestamp
         self.offset_of_max_timestamp = state.offset_of_max_timestamp
@@ -495,18 +500,24 @@ class LogSegment:
         return None
 
     def read(
-        self, position: int, max_bytes: int, max_offset: int | None, min_one_batch: bool
-    ) -> tuple[bytes, int]:
+        self,
+        position: int,
+        max_bytes: int,
+        max_offset: int | None,
+        min_one_batch: bool,
+        spans: bool = False,
+    ) -> tuple[bytes | StoredSpan, int]:
         """Whole batches from ``position`` (a batch boundary), at most ``max_bytes`` unless
         the first batch alone is larger and ``min_one_batch``, none ending after
-        ``max_offset``. Returns the bytes and the offset after them."""
+        ``max_offset``. Returns the bytes and the offset after them. With ``spans``, more
+        than 32 KiB come back as a ``StoredSpan`` to be read while being sent."""
         available = self.size - position
         if available <= 0:
             return b"", -1
         if max_offset is not None and max_offset >= self.next_offset:
             max_offset = None
         if max_bytes >= available and max_offset is None:
-            return os.pread(self._fd, available, position), self.next_offset
+            return self._bytes(position, available, spans), self.next_offset
         limit = max(0, min(max_bytes, available))
         # The last index entry within the limits is a batch boundary with only whole batches
         # before it: walking headers from there finds the end of the data to return.
@@ -520,10 +531,31 @@ class LogSegment:
         else:
             # Large reads: one pread of exactly the whole batches.
             end, next_offset = self._walk(jump, position + limit, max_offset)
-            data = os.pread(self._fd, end - position, position) if end > position else b""
+            data = self._bytes(position, end - position, spans) if end > position else b""
         if data:
             return data, next_offset
-        return self._read_one(position, max_offset) if min_one_batch else (b"", -1)
+        return self._read_one(position, max_offset, spans) if min_one_batch else (b"", -1)
+
+    def _bytes(self, position: int, size: int, span: bool) -> bytes | StoredSpan:
+        if span and size > _DIRECT_READ_BYTES:
+            return StoredSpan(self, position, size)
+        return os.pread(self._fd, size, position)
+
+    def read_span(self, position: int, size: int, truncations: int) -> bytes:
+        """``size`` bytes at ``position`` for a ``StoredSpan`` cut after ``truncations``
+        truncations; raises SpanGone if the segment has been closed or truncated since.
+
+        The pool may have closed the descriptor since the previous chunk: it is reopened
+        (never created), and only read, so the file is not made dirty for the next flush.
+        In an offline directory this raises KAFKA_STORAGE_ERROR before anything else, even
+        with the descriptor still open: nothing is read from a failed directory."""
+        self._file.check_online()
+        if self.closed or truncations != self.truncations or position + size > self.size:
+            raise SpanGone(f"{self.log_path.name} was closed or truncated")
+        data = os.pread(self._file.fd(), size, position)
+        if len(data) != size:
+            raise SpanGone(f"{self.log_path.name} ends before {position + size}")
+        return data
 
     def _walk(
         self, start: int, stop: int, max_offset: int | None, buf: bytes | memoryview = b""
@@ -546,11 +578,13 @@ class LogSegment:
             next_offset = _INT64.unpack(os.pread(self._fd, 8, start))[0]
         return end, next_offset
 
-    def _read_one(self, position: int, max_offset: int | None) -> tuple[bytes, int]:
+    def _read_one(
+        self, position: int, max_offset: int | None, spans: bool = False
+    ) -> tuple[bytes | StoredSpan, int]:
         header = read_header(os.pread(self._fd, HEADER_SIZE, position))
         if max_offset is not None and header.next_offset > max_offset:
             return b"", -1
-        return os.pread(self._fd, header.size, position), header.next_offset
+        return self._bytes(position, header.size, spans), header.next_offset
 
     def read_batch(self, position: int, header: BatchHeader) -> bytes:
         return os.pread(self._fd, header.size, position)
@@ -611,6 +645,7 @@ class LogSegment:
             return 0
         position, header = found
         removed = self.size - position
+        self.truncations += 1
         os.ftruncate(self._fd, position)
         self.size = position
         self.offset_index.truncate_to_position(position)

@@ -13,6 +13,7 @@ from brook.log.config import LogConfig
 from brook.log.file_pool import FilePool
 from brook.log.offset_index import CorruptIndexError
 from brook.log.segment import CorruptSegmentError, LogSegment, segment_path
+from brook.log.span import SpanGone, StoredSpan
 from brook.protocol.batch import BatchHeader, read_header
 from brook.protocol.records import build_batch, encode_record, iter_records
 
@@ -119,6 +120,46 @@ def test_large_reads_use_the_index(tmp_path: Path) -> None:
             assert nxt == BASE + 4 * (start + whole)
             data, nxt = segment.read(start * size, max_bytes, BASE + 4 * (start + 5) + 1, True)
             assert data == b"".join(written[start : start + min(5, whole)])
+
+
+def _span_bytes(span: StoredSpan, chunk: int) -> bytes:
+    return b"".join(
+        span.read(pos, min(chunk, len(span) - pos)) for pos in range(0, len(span), chunk)
+    )
+
+
+def test_large_reads_for_fetch_responses_are_spans_of_the_same_bytes(tmp_path: Path) -> None:
+    segment = _segment(tmp_path, interval=4096)
+    _fill(segment, 400, count=4)  # about 200 bytes a batch
+    for position, max_bytes, max_offset in ((0, 10**7, None), (0, 50_000, None), (0, 10**7, 900)):
+        plain = segment.read(position, max_bytes, max_offset, True)
+        spanned = segment.read(position, max_bytes, max_offset, True, spans=True)
+        assert isinstance(spanned[0], StoredSpan) and spanned[1] == plain[1]
+        assert len(spanned[0]) == len(plain[0]) > 32 * 1024
+        assert _span_bytes(spanned[0], 7000) == plain[0]
+    # Small reads are read at once, as before.
+    small, _ = segment.read(0, 2000, None, True, spans=True)
+    assert isinstance(small, bytes) and small == segment.read(0, 2000, None, True)[0]
+
+
+def test_a_span_is_gone_once_its_segment_is_truncated_or_closed(tmp_path: Path) -> None:
+    segment = _segment(tmp_path)
+    _fill(segment, 400, count=4)
+    span, _ = segment.read(0, 10**7, None, True, spans=True)
+    assert isinstance(span, StoredSpan)
+    assert span.read(0, 100) == segment.read_batch(0, read_header(span.read(0, 61)))[:100]
+    segment.truncate_to(BASE + 1200, 0)
+    while segment.size < len(span):  # the same positions again, holding other bytes
+        other = _batch(segment.next_offset, 4, size=30)
+        header = read_header(other)
+        segment.append([other], len(other), header.last_offset, header.max_timestamp)
+    with pytest.raises(SpanGone):
+        span.read(0, 100)
+    again, _ = segment.read(0, 10**7, None, True, spans=True)
+    assert isinstance(again, StoredSpan)
+    segment.close()
+    with pytest.raises(SpanGone):
+        again.read(0, 100)
 
 
 def test_timestamp_lookups(tmp_path: Path) -> None:
