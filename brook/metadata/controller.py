@@ -33,6 +33,10 @@ from .records import (
 from .topics import INTERNAL_TOPICS, collision_key, place_replicas, topic_name_error
 
 PRODUCER_ID_BLOCK = 1000
+# Kafka's controller refuses a request that would create more partitions than this
+# (ReplicationControlManager.MAX_PARTITIONS_PER_BATCH, and the records one operation may
+# write): placing 2^31 partitions would exhaust memory before anything else noticed.
+MAX_PARTITIONS_PER_REQUEST = 10_000
 ZERO_UUID = uuid.UUID(int=0)
 DYNAMIC_BROKER_KEYS = frozenset(SERVER_DEFAULT.values())
 
@@ -105,6 +109,11 @@ class Controller:
     ) -> Decision:
         records: list[MetadataRecord] = []
         results: list[CreatedTopic] = []
+        if self._partitions_asked(specs) > MAX_PARTITIONS_PER_REQUEST:
+            message = "Excessively large number of partitions per request."
+            for spec in specs:
+                results.append(CreatedTopic(Errors.POLICY_VIOLATION, message, name=spec.name))
+            return Decision(records, results)
         seen: set[str] = set()
         live = [b.broker_id for b in self.image.live_brokers()]
         for spec in specs:
@@ -133,6 +142,20 @@ class Controller:
                     PartitionRecord(topic_id, p, tuple(replicas), tuple(replicas), replicas[0])
                 )
         return Decision(records, results)
+
+    def _partitions_asked(self, specs: Sequence[CreateTopicSpec]) -> int:
+        """An upper bound of the partitions ``specs`` would create (Kafka's
+        validateTotalNumberOfPartitions)."""
+        default = int(self.server_config["num.partitions"])
+        total = 0
+        for spec in specs:
+            if spec.assignments:
+                total += len(spec.assignments)
+            elif spec.num_partitions == -1:
+                total += default
+            elif spec.num_partitions > 0:
+                total += spec.num_partitions
+        return total
 
     def _plan_topic(
         self,
@@ -301,6 +324,15 @@ class Controller:
     ) -> Decision:
         records: list[MetadataRecord] = []
         results: list[Outcome] = []
+        adding = 0
+        for name, count, _assignments in requests:
+            topic = self.image.topics.get(name)
+            if topic is not None:
+                adding += max(0, count - len(topic.partitions))
+        if adding > MAX_PARTITIONS_PER_REQUEST:
+            # Kafka's controller fails the whole operation when its records would not fit.
+            message = "Unable to perform excessively large batch operation."
+            return Decision(records, [Outcome(Errors.POLICY_VIOLATION, message) for _ in requests])
         live = [b.broker_id for b in self.image.live_brokers()]
         for name, count, assignments in requests:
             outcome = Outcome()
