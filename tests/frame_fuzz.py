@@ -54,6 +54,8 @@ class Env:
     topic_ids: list[uuid.UUID]
     groups: list[str]
     node_id: int = 1
+    # What CreateTopics and DeleteTopics mostly name, so the topics above mostly stay.
+    doomed: tuple[str, ...] = ("fuzz-doomed-0", "fuzz-doomed-1")
 
     def topic(self, rng: random.Random) -> str:
         roll = rng.random()
@@ -252,7 +254,10 @@ class Generator:
             self._struct(kind)
             return
         if kafka_type == "uuid":
-            self._buf += self.env.topic_id(rng).bytes
+            if owner.__name__ == "DeleteTopicState" and rng.random() < 0.9:
+                self._buf += uuid.UUID(int=rng.getrandbits(128) if rng.random() < 0.5 else 0).bytes
+            else:
+                self._buf += self.env.topic_id(rng).bytes
         elif kafka_type in _FIXED:
             value = self._number(owner.__name__, name, kafka_type)
             if name == "acks":
@@ -327,7 +332,7 @@ class Generator:
             bits = _RANGES[kafka_type]
             return rng.choice([-(2**bits), 2**bits - 1, -1])
         if name in ("partition", "partition_index", "index", "partitions", "partition_indexes"):
-            return rng.choice([0, 0, 1, 2, 3, -1])
+            return rng.choice([0, 0, 0, 1, 1, 2, 3, -1])
         if name == "acks":
             return rng.choice([-1, 1, 1, 0])
         if name in ("replica_id", "broker_id", "node_id", "leader_id", "broker_ids", "replicas"):
@@ -394,6 +399,9 @@ class Generator:
             return rng.choice(CONFIG_NAMES)
         if name == "value":
             return rng.choice(CONFIG_VALUES)
+        doomed = owner_name in ("CreatableTopic", "DeleteTopicState", "DeleteTopicsRequest")
+        if doomed and rng.random() < 0.9:
+            return rng.choice(env.doomed)
         if name in ("topic", "topic_name", "topics", "name", "topic_names"):
             return env.topic(rng)
         if "state" in name or "filter" in name:
@@ -856,8 +864,8 @@ def prepare(bootstrap: str) -> Env:
         create_topic(client, HEALTH_TOPIC, 1, HEALTH_TOPIC_CONFIGS)
         names = ["fuzz-t0", "fuzz-t1", "fuzz-t2"]
         for i, name in enumerate(names):
-            create_topic(client, name, i + 1)
-            for p in range(i + 1):
+            create_topic(client, name, 3 - i)
+            for p in range(3 - i):
                 produce(client, name, p, build_simple_batch([b"a", b"b"]), acks=1)
         meta = client.request(
             3,
