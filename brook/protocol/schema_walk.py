@@ -251,12 +251,19 @@ class _Emitter:
 
     def length(self, f: _Field, n: str, where: str, indent: int) -> None:
         """Code that reads the length or count of ``f`` into ``n`` (-1 for null)."""
-        if f.flexible:
+        if f.flexible:  # uvarints of up to 3 bytes in line (lengths below 2 MiB)
             self.add(
                 indent,
                 "if pos < end and data[pos] < 0x80:",
                 f"    {n} = data[pos] - 1",
                 "    pos += 1",
+                "elif pos + 1 < end and data[pos + 1] < 0x80:",
+                f"    {n} = ((data[pos] & 0x7F) | (data[pos + 1] << 7)) - 1",
+                "    pos += 2",
+                "elif pos + 2 < end and data[pos + 2] < 0x80:",
+                f"    {n} = (data[pos] & 0x7F) | ((data[pos + 1] & 0x7F) << 7)",
+                f"    {n} = ({n} | (data[pos + 2] << 14)) - 1",
+                "    pos += 3",
                 "else:",
                 f"    {n}, pos = _uvarint({where}, data, pos, end)",
                 f"    {n} -= 1",

@@ -212,3 +212,18 @@ def test_strings_longer_than_kafka_allows_are_refused() -> None:
     body = b"\x00" + uvarint(2) + uvarint(0x8001) + b"k" * 0x8000 + b"\x00"
     with pytest.raises(MalformedMessage, match="string field had invalid length 32768"):
         walk_message(cls, body)
+
+
+@pytest.mark.parametrize("length", [0, 1, 126, 127, 16382, 16383, 2**21 - 2, 2**21 - 1])
+def test_lengths_of_every_varint_width_are_read_as_kio_reads_them(length: int) -> None:
+    # compact lengths are length + 1: 1, 2, 3 and 4 bytes, each side of each boundary
+    cls = request_class(ApiKey.PRODUCE, 9)
+    records = bytes(range(256)) * (length // 256) + bytes(length % 256)
+    partition = struct.pack(">i", 0) + uvarint(length + 1) + records + b"\x00"
+    topic = compact_string("t") + uvarint(2) + partition + b"\x00"
+    body = compact_string(None) + struct.pack(">hi", 1, 1000) + uvarint(2) + topic + b"\x00"
+    assert walk_message(cls, body) == []
+    assert decode_kio(cls, body).topic_data[0].partition_data[0].records == records
+    if length > 10:  # one record byte short (smaller ones fail the element count first)
+        with pytest.raises(MalformedMessage, match=r"PartitionProduceData\.records: length"):
+            walk_message(cls, body[:-4])
