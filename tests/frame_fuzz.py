@@ -158,6 +158,7 @@ class Generator:
     def __init__(self, env: Env, rng: random.Random) -> None:
         self.env = env
         self.rng = rng
+        self.tag_rate = 0.3  # how often a known tagged field is sent
 
     def body(
         self,
@@ -199,7 +200,7 @@ class Generator:
 
     def _tags(self, cls: Any, tagged: list[tuple[int, dataclasses.Field[Any]]]) -> None:
         rng = self.rng
-        chosen = [(t, f) for t, f in tagged if rng.random() < 0.3]
+        chosen = [(t, f) for t, f in tagged if rng.random() < self.tag_rate]
         extra = self._unknown_tags and rng.random() < 0.5
         fields: list[tuple[int, bytes]] = []
         for tag, f in chosen:

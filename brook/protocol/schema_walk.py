@@ -29,13 +29,22 @@ checked and skipped.
 
 from __future__ import annotations
 
+import array
 import dataclasses
+import os
 import struct
 import types
 import typing
 from collections.abc import Callable
 from functools import cache
 from typing import Any
+
+try:
+    if os.environ.get("BROOK_NO_SPEEDUPS"):
+        raise ImportError("speedups turned off by BROOK_NO_SPEEDUPS")
+    from . import _cwalk
+except ImportError:  # no C compiler at install time: the Python walk does it all
+    _cwalk = None  # type: ignore[assignment]
 
 __all__ = ["MalformedMessage", "TagEdit", "apply_edits", "walk_message"]
 
@@ -104,6 +113,7 @@ class _Shape:
     min_size: int
     walk: Walker | None = None  # compiled on first use
     tag_walkers: dict[int, tuple[_Field, Walker]] | None = None
+    program: bytes | None = None  # for the C fast path, built on first use
 
 
 # ------------------------------------------------------------------ schema -> description
@@ -333,10 +343,64 @@ def walk_message(cls: type, data: bytes | memoryview, offset: int = 0) -> list[T
     schema does not know). Raises MalformedMessage naming the field that is wrong.
     """
     shape = _shape(cls)
+    if _cwalk is not None:
+        # The C walk answers True only for a message that passes every check and carries no
+        # tagged field; anything else is decided (and explained) by the Python walk.
+        program = shape.program or _program(shape)
+        if _cwalk.walk(program, data, offset):
+            return []
+    return _python_walk(shape, data, offset)
+
+
+def _python_walk(shape: _Shape, data: bytes | memoryview, offset: int) -> list[TagEdit]:
     walk = shape.walk or _compiled(shape)
     edits: list[TagEdit] = []
     walk(data, offset, len(data), edits)
     return edits
+
+
+# Opcodes and flags of the C walk's program (see _cwalk.c).
+_OP_END, _OP_FIXED, _OP_STRING, _OP_BYTES, _OP_ARRAY, _OP_STRUCT, _OP_NSTRUCT, _OP_TAGS = range(8)
+_F_FLEXIBLE, _F_NULLABLE = 1, 2
+
+
+def _program(shape: _Shape) -> bytes:
+    """``shape`` as the C walk's program: four int32 per op, the message's struct first, each
+    struct's ops contiguous up to its END, array elements and nested structs after."""
+    ops: list[tuple[int, int, int, int]] = []
+    starts: dict[int, int] = {}
+
+    def struct_ops(s: _Shape) -> int:
+        if id(s) in starts:
+            return starts[id(s)]
+        start = starts[id(s)] = len(ops)
+        ops.extend([(_OP_END, 0, 0, 0)] * len(s.fields))  # placeholders, filled below
+        if s.flexible:
+            ops.append((_OP_TAGS, 0, 0, 0))
+        ops.append((_OP_END, 0, 0, 0))
+        for i, f in enumerate(s.fields):
+            ops[start + i] = op(f)
+        return start
+
+    def op(f: _Field) -> tuple[int, int, int, int]:
+        flags = (_F_FLEXIBLE if f.flexible else 0) | (_F_NULLABLE if f.nullable else 0)
+        if f.kind == _FIXED_KIND:
+            return (_OP_FIXED, f.size, 0, 0)
+        if f.kind in (_STRING, _BYTES):
+            return (_OP_STRING if f.kind == _STRING else _OP_BYTES, flags, 0, 0)
+        if f.kind == _ARRAY:
+            assert f.item is not None
+            index = len(ops)
+            ops.append((_OP_END, 0, 0, 0))
+            ops[index] = op(f.item)
+            return (_OP_ARRAY, flags, max(f.item.size, 1), index)
+        assert f.shape is not None
+        code = _OP_STRUCT if f.kind == _STRUCT else _OP_NSTRUCT
+        return (code, struct_ops(f.shape), 0, 0)
+
+    struct_ops(shape)
+    shape.program = array.array("i", [v for o in ops for v in o]).tobytes()
+    return shape.program
 
 
 def _tags(shape: _Shape, data: Any, pos: int, end: int, edits: list[TagEdit]) -> int:

@@ -1,7 +1,11 @@
 """The schema walk that every message goes through before kio reads it: valid messages of every
 schema pass untouched; a length or count beyond the bytes that remain, a null where the schema
 has none, a tagged field that lies about its size, a varint of more than 5 bytes are refused
-with MalformedMessage naming the field, before kio could reserve memory for them."""
+with MalformedMessage naming the field, before kio could reserve memory for them.
+
+The walk has a C fast path (``_cwalk``) that may only ever say "fine" where the Python walk
+would: the tests run with it and without it, and compare the two on valid and mutated
+messages of every schema."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import pytest
 from frame_fuzz import Env, Generator, Slot, rewrite_slot
 
 from brook.broker.registry import HANDLERS
+from brook.protocol import schema_walk
 from brook.protocol.api import ApiKey, request_class, response_class
 from brook.protocol.build import build
 from brook.protocol.framing import decode_kio, encode_kio
@@ -48,6 +53,16 @@ SCHEMAS = [
 ]
 
 
+@pytest.fixture(params=["c", "python"])
+def walk_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The walk with its C fast path, and the Python walk alone (as without a C compiler)."""
+    if request.param == "python":
+        monkeypatch.setattr(schema_walk, "_cwalk", None)
+    elif schema_walk._cwalk is None:
+        pytest.skip("the C fast path is not built")
+    return str(request.param)
+
+
 def _with(data: bytes, slot: Slot, raw: bytes) -> bytes:
     return data[: slot.pos] + raw + data[slot.pos + slot.width :]
 
@@ -65,7 +80,7 @@ def _null(slot: Slot) -> bytes:
 
 
 @pytest.mark.parametrize("cls", SCHEMAS)
-def test_valid_messages_pass_and_read_as_kio_reads_them(cls: Any) -> None:
+def test_valid_messages_pass_and_read_as_kio_reads_them(cls: Any, walk_path: str) -> None:
     gen = Generator(ENV, random.Random(cls.__name__ + str(cls.__version__)))
     for _ in range(5):
         body = gen.body_of(cls)
@@ -75,7 +90,7 @@ def test_valid_messages_pass_and_read_as_kio_reads_them(cls: Any) -> None:
 
 
 @pytest.mark.parametrize("cls", SCHEMAS)
-def test_every_count_and_length_beyond_the_message_is_refused(cls: Any) -> None:
+def test_every_count_and_length_beyond_the_message_is_refused(cls: Any, walk_path: str) -> None:
     gen = Generator(ENV, random.Random(7))
     gen._count = lambda name: 1  # type: ignore[method-assign]  # every array has an element
     body = gen.body_of(cls)
@@ -88,7 +103,7 @@ def test_every_count_and_length_beyond_the_message_is_refused(cls: Any) -> None:
 
 
 @pytest.mark.parametrize("cls", SCHEMAS)
-def test_null_is_refused_where_the_schema_has_none(cls: Any) -> None:
+def test_null_is_refused_where_the_schema_has_none(cls: Any, walk_path: str) -> None:
     gen = Generator(ENV, random.Random(11))
     gen._count = lambda name: 1  # type: ignore[method-assign]
     body = gen.body_of(cls)
@@ -103,7 +118,7 @@ def test_null_is_refused_where_the_schema_has_none(cls: Any) -> None:
 
 
 @pytest.mark.parametrize("cls", SCHEMAS)
-def test_mutated_messages_are_refused_or_read_never_more(cls: Any) -> None:
+def test_mutated_messages_are_refused_or_read_never_more(cls: Any, walk_path: str) -> None:
     """Whatever the walk lets through, kio reads (or refuses with an ordinary exception)
     without being asked for more memory than the message could describe."""
     rng = random.Random(cls.__name__)
@@ -227,3 +242,37 @@ def test_lengths_of_every_varint_width_are_read_as_kio_reads_them(length: int) -
     if length > 10:  # one record byte short (smaller ones fail the element count first)
         with pytest.raises(MalformedMessage, match=r"PartitionProduceData\.records: length"):
             walk_message(cls, body[:-4])
+
+
+@pytest.mark.skipif(schema_walk._cwalk is None, reason="the C fast path is not built")
+@pytest.mark.parametrize("cls", SCHEMAS)
+def test_the_c_walk_passes_only_what_the_python_walk_passes(cls: Any) -> None:
+    shape = schema_walk._shape(cls)
+    program = schema_walk._program(shape)
+    rng = random.Random(cls.__name__ + "/c")
+    gen = Generator(ENV, rng)
+    gen.tag_rate = 0.0
+    for _ in range(5):  # valid, no tagged field: the fast path takes them
+        body = gen.body_of(cls)
+        assert schema_walk._cwalk.walk(program, body.data, 0)
+        assert schema_walk._python_walk(shape, body.data, 0) == []
+    gen.tag_rate = 0.3
+    for i in range(40):
+        body = gen.body_of(cls, unknown_tags=i % 4 == 0)
+        data = body.data
+        pick = rng.random()
+        if body.slots and pick < 0.5:
+            data, _ = rewrite_slot(data, rng.choice(body.slots), rng)
+        elif pick < 0.8:
+            flipped = bytearray(data)
+            if flipped:
+                flipped[rng.randrange(len(flipped))] ^= 1 << rng.randrange(8)
+            data = bytes(flipped)
+        elif pick < 0.9:
+            data = data[: rng.randrange(len(data) + 1)]
+        if schema_walk._cwalk.walk(program, data, 0):
+            assert schema_walk._python_walk(shape, data, 0) == [], data.hex()
+        offset_data = b"\xff" * 7 + data
+        assert schema_walk._cwalk.walk(program, offset_data, 7) == schema_walk._cwalk.walk(
+            program, data, 0
+        )
