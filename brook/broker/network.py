@@ -267,10 +267,20 @@ class Connection(asyncio.BufferedProtocol):
         ctx = RequestContext(
             self.broker, self, api_key, version, correlation_id, header.client_id, self.listener
         )
-        response = spec.fn(ctx, request)
-        if inspect.isawaitable(response):
-            return ctx, response
-        self._send(ctx, response)
+        try:
+            response = spec.fn(ctx, request)
+            if inspect.isawaitable(response):
+                return ctx, response
+            self._send(ctx, response)
+        except Exception:
+            # The request was well-formed: this is a bug in Brook, and the traceback says where.
+            log.exception(
+                "error handling %s v%d from %s; closing the connection",
+                api_name(api_key),
+                version,
+                self.peer,
+            )
+            self.close(None)
         return None
 
     # ------------------------------------------------------------------ output

@@ -44,7 +44,8 @@ ZERO_UUID = uuid.UUID(int=0)
 DYNAMIC_BROKER_KEYS = frozenset(SERVER_DEFAULT.values())
 # Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: one CreateTopics request may not
 # create more partitions than this (Kafka 4's validateTotalNumberOfPartitions), so a typo of
-# 100000 partitions cannot make a node create a hundred thousand logs in one decision.
+# 100000 partitions cannot make a node create a hundred thousand logs in one decision. It is
+# checked before any placement is computed: placing 2^31 - 1 partitions would exhaust memory.
 MAX_PARTITIONS_PER_BATCH = 10_000
 EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."
 

@@ -16,7 +16,8 @@ from kio.serial import entity_reader, entity_writer
 
 from .api import ApiKey, is_flexible
 from .primitives import INT16, INT32, legacy_string, skip_tagged_fields
-from .unknown_tags import UNKNOWN_TAG_ERROR, strip_unknown_tags
+from .schema_walk import walk_message
+from .unknown_tags import apply_tag_edits
 
 HEADER_PREFIX = 8  # api_key int16, api_version int16, correlation_id int32
 
@@ -81,14 +82,18 @@ def encode_kio(entity: Any) -> bytes:
 
 
 def decode_kio(cls: Any, data: bytes | memoryview, offset: int = 0) -> Any:
-    """``cls`` read from ``data[offset:]``; tagged fields its schema does not know are
-    skipped, as Kafka skips them (kio refuses them: see unknown_tags.py)."""
-    try:
-        value, _size = entity_reader(cls)(data, offset)
-    except KeyError as exc:
-        if UNKNOWN_TAG_ERROR not in str(exc):
-            raise
-        value, _size = entity_reader(cls)(strip_unknown_tags(cls, data, offset), 0)
+    """``cls`` read from ``data[offset:]``, for requests (broker) and responses (client).
+
+    The bytes are walked along the schema first (schema_walk.py): kio's native reader would
+    abort the process on an array count larger than memory, so a length or count beyond the
+    bytes that remain, or a null where the schema has none, raises MalformedMessage (a
+    ValueError) before kio sees the body. Tagged fields the schema does not know are dropped,
+    as Kafka skips them (kio refuses them: see unknown_tags.py).
+    """
+    edits = walk_message(cls, data, offset)
+    if edits:
+        data, offset = apply_tag_edits(data, offset, edits), 0
+    value, _size = entity_reader(cls)(data, offset)
     return value
 
 

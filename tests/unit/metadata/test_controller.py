@@ -8,7 +8,13 @@ import uuid
 import pytest
 
 from brook.config.server import parse_server_config
-from brook.metadata.controller import ConfigOp, Controller, CreateTopicSpec, OpType
+from brook.metadata.controller import (
+    MAX_PARTITIONS_PER_BATCH,
+    ConfigOp,
+    Controller,
+    CreateTopicSpec,
+    OpType,
+)
 from brook.metadata.image import MetadataImage
 from brook.metadata.records import (
     ConfigResourceType,
@@ -290,8 +296,11 @@ def test_create_topics_beyond_ten_thousand_partitions_refuses_the_whole_request(
     assert not d.records
     d = c.create_topics(specs[1:], validate_only)  # 5001: within the limit
     assert [r.error_code for r in d.results] == [0, 0, 0, Errors.INVALID_PARTITIONS]
-    d = c.create_topics([CreateTopicSpec("huge", num_partitions=100_000)], validate_only)
+    # refused before any placement is computed: placing 2^31 - 1 partitions would not end
+    d = c.create_topics([CreateTopicSpec("huge", num_partitions=2**31 - 1)], validate_only)
     assert d.results[0].error_code == Errors.POLICY_VIOLATION and not d.records
+    d = c.create_topics([CreateTopicSpec("full", num_partitions=MAX_PARTITIONS_PER_BATCH)])
+    assert d.results[0].ok and d.results[0].num_partitions == MAX_PARTITIONS_PER_BATCH
     # a repeated name is created once, so it counts once
     twice = [CreateTopicSpec("x", num_partitions=6000)] * 2
     assert [r.error_code for r in c.create_topics(twice, validate_only).results] == [
@@ -315,7 +324,7 @@ def test_create_partitions_beyond_ten_thousand_new_partitions_refuses_the_reques
         (Errors.POLICY_VIOLATION, "Excessively large number of partitions per request.")
     ] * 2
     assert not d.records
-    d = c.create_partitions([("t", 100_000, None)], validate_only)
+    d = c.create_partitions([("t", 2**31 - 1, None)], validate_only)
     assert d.results[0].error_code == Errors.POLICY_VIOLATION and not d.records
     d = c.create_partitions([("t", 5002, None), ("u", 5002, None)], validate_only)
     assert [o.error_code for o in d.results] == [0, 0]
