@@ -10,8 +10,8 @@ SPARK_STAMP := $(VENV)/.brook-spark-installed
 
 .PHONY: run test lint bench bench-spark experiments experiment-kip794 experiment-kip227 pipeline clean
 
-# The C record decoder is built by the install, so a change to it reinstalls.
-$(STAMP): pyproject.toml brook/protocol/_crecords.c
+# The C extensions are built by the install, so a change to one reinstalls.
+$(STAMP): pyproject.toml brook/protocol/_crecords.c brook/protocol/_cwalk.c
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e .

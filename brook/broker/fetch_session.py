@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from brook.log.span import StoredSpan
 from brook.protocol.errors import Errors
 
 INVALID_SESSION_ID = 0
@@ -65,7 +66,7 @@ class PartitionResult:
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
-    records: bytes
+    records: bytes | StoredSpan
     preferred_read_replica: int = -1
     diverging_epoch: tuple[int, int] | None = None
     current_leader: tuple[int, int] | None = None

@@ -1,10 +1,17 @@
 """Listeners and connections: frames in, handlers dispatched, responses out in request order.
 
 A connection handles one request at a time, as Kafka's SocketServer does (clients pipeline,
-the broker answers in order). Synchronous handlers run straight from ``data_received``;
+the broker answers in order). Synchronous handlers run straight from ``buffer_updated``;
 only a handler that has to wait (a long-poll fetch, an acks=all produce) costs a task.
 Frames that cannot be parsed, unknown APIs and unsupported versions close the connection,
 as in Kafka; an unsupported ApiVersions version is answered in v0 with UNSUPPORTED_VERSION.
+
+A connection holds memory only for what it is doing: the socket reads into one buffer all
+connections share, a request body is held only as it arrives (queued.max.request.bytes
+bounds the total, see memory_pool.py), a connection whose responses are not being taken
+stops being read (as Kafka mutes it), and stored records go out of their segment files a
+chunk at a time as the socket drains (``StoredSpan``), so a client that never reads costs
+its socket buffers and about 2 MiB (the transport's high mark and one chunk).
 """
 
 from __future__ import annotations
@@ -17,10 +24,13 @@ from collections import deque
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
+from brook.log.file_pool import connection_capacity
+from brook.log.span import SpanGone, StoredSpan
 from brook.protocol.api import ApiKey, api_name, request_class, response_class
 from brook.protocol.build import build
-from brook.protocol.errors import Errors
+from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.framing import (
+    READ_BUFFER_SIZE,
     FrameAssembler,
     FrameError,
     decode_kio,
@@ -31,6 +41,7 @@ from brook.protocol.framing import (
 )
 from brook.protocol.primitives import INT16, INT32
 
+from .memory_pool import RequestMemoryPool
 from .registry import BROKER, TABLES, RequestContext, Response
 
 if TYPE_CHECKING:
@@ -38,7 +49,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Reading stops while this many frames (or bytes of them) wait for their turn.
 _MAX_QUEUED_FRAMES = 64
+_MAX_QUEUED_BYTES = READ_BUFFER_SIZE
+# Stored records are read from their segment this much at a time, as the socket drains.
+_SPAN_CHUNK = 1024 * 1024
+# The transport's write buffer: above the high mark the connection stops producing output
+# (and reading requests); below the low mark it goes on, so the socket never runs dry while
+# the next chunk is read.
+_WRITE_HIGH_WATER = 1024 * 1024
+_WRITE_LOW_WATER = 256 * 1024
+
+OutPart = bytes | bytearray | memoryview | StoredSpan
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -53,11 +75,23 @@ class Connection(asyncio.BufferedProtocol):
         self.max_request_size = int(broker.config["socket.request.max.bytes"])
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
-        self._reader = FrameAssembler(self.max_request_size)
+        self._pool = server.memory_pool
+        self._reader = FrameAssembler(
+            self.max_request_size,
+            server.read_buffer,
+            self._pool.reserve if self._pool is not None else None,
+        )
         self._frames: deque[bytes | bytearray] = deque()
+        self._queued_bytes = 0
+        # The reservation of the request being handled (released when its handler is done).
+        self._handling = 0
+        self._waiting_for_memory = False
+        # Output not yet handed to the transport: buffers and stored spans, in order.
+        self._out: deque[OutPart] = deque()
+        self._span_sent = 0
         self._busy = False
         self._write_paused = False
-        self._read_paused = False
+        self._reading = True
         self._closed = False
         self._task: asyncio.Task[None] | None = None
         self.last_active = time.monotonic()
@@ -65,8 +99,13 @@ class Connection(asyncio.BufferedProtocol):
     # ------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
+        self.transport.set_write_buffer_limits(_WRITE_HIGH_WATER, _WRITE_LOW_WATER)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        if self.server.refuse_over_limit(self.peer):
+            self._closed = True
+            transport.close()
+            return
         self.server.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -74,13 +113,24 @@ class Connection(asyncio.BufferedProtocol):
         self.server.connections.discard(self)
         if self._task is not None and not self._task.done():
             self._task.cancel()
+        held = self._handling + self._queued_bytes + self._reader.discard()
         self._frames.clear()
+        self._out.clear()
+        self._handling = self._queued_bytes = 0
+        if self._pool is not None:
+            if self._waiting_for_memory:
+                self._pool.cancel(self._memory_available)
+                self._waiting_for_memory = False
+            if held:
+                self._pool.release(held)
 
     def pause_writing(self) -> None:
         self._write_paused = True
+        self._update_reading()
 
     def resume_writing(self) -> None:
         self._write_paused = False
+        self._drain()
         self._pump()
 
     def get_buffer(self, sizehint: int) -> memoryview:
@@ -93,19 +143,59 @@ class Connection(asyncio.BufferedProtocol):
         except FrameError as exc:
             self.close(f"{exc} (socket.request.max.bytes is {self.max_request_size})")
             return
-        if not frames:
+        if self._reader.waiting_for_memory and not self._waiting_for_memory:
+            assert self._pool is not None
+            self._waiting_for_memory = True
+            self._pool.wait(self._memory_available)
+        if frames:
+            self._frames.extend(frames)
+            self._queued_bytes += sum(len(f) for f in frames)
+            self._pump()
+        else:
+            self._update_reading()
+
+    def _memory_available(self) -> None:
+        """The pool has memory again: the waiting request may be read."""
+        self._waiting_for_memory = False
+        if self._closed:
             return
-        self._frames.extend(frames)
-        if len(self._frames) >= _MAX_QUEUED_FRAMES and not self._read_paused:
-            self._read_paused = True
-            assert self.transport is not None
-            self.transport.pause_reading()
-        self._pump()
+        if not self._reader.retry():
+            assert self._pool is not None
+            self._waiting_for_memory = True
+            self._pool.wait(self._memory_available)
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        """Read while there is room: not while a response waits for the client to take it
+        (Kafka mutes such a channel), a request waits for memory, or enough are queued."""
+        if self._closed or self.transport is None:
+            return
+        want = not (
+            self._write_paused
+            or self._out
+            or self._reader.waiting_for_memory
+            or len(self._frames) >= _MAX_QUEUED_FRAMES
+            or self._queued_bytes >= _MAX_QUEUED_BYTES
+        )
+        if want != self._reading:
+            self._reading = want
+            if want:
+                self.transport.resume_reading()
+            else:
+                self.transport.pause_reading()
 
     # ------------------------------------------------------------------ processing
     def _pump(self) -> None:
-        while self._frames and not self._busy and not self._write_paused and not self._closed:
+        while (
+            self._frames
+            and not self._busy
+            and not self._write_paused
+            and not self._out
+            and not self._closed
+        ):
             frame = self._frames.popleft()
+            self._handling = len(frame)
+            self._queued_bytes -= self._handling
             try:
                 pending = self._dispatch(frame)
             except Exception:
@@ -115,11 +205,15 @@ class Connection(asyncio.BufferedProtocol):
             if pending is not None:
                 self._busy = True
                 self._task = asyncio.get_running_loop().create_task(self._finish(*pending))
-                return
-        if self._read_paused and len(self._frames) < _MAX_QUEUED_FRAMES // 2 and not self._closed:
-            self._read_paused = False
-            assert self.transport is not None
-            self.transport.resume_reading()
+                break
+            self._handled()
+        self._update_reading()
+
+    def _handled(self) -> None:
+        """The current request's handler is done with it: its memory goes back to the pool."""
+        if self._pool is not None and self._handling:
+            self._pool.release(self._handling)
+        self._handling = 0
 
     async def _finish(self, ctx: RequestContext, waiting: Awaitable[Response]) -> None:
         try:
@@ -136,6 +230,7 @@ class Connection(asyncio.BufferedProtocol):
             return
         self._busy = False
         self._task = None
+        self._handled()
         if not self._closed:
             self._send(ctx, response)
             self._pump()
@@ -183,10 +278,20 @@ class Connection(asyncio.BufferedProtocol):
             self.listener,
             self.scope,
         )
-        response = spec.fn(ctx, request)
-        if inspect.isawaitable(response):
-            return ctx, response
-        self._send(ctx, response)
+        try:
+            response = spec.fn(ctx, request)
+            if inspect.isawaitable(response):
+                return ctx, response
+            self._send(ctx, response)
+        except Exception:
+            # The request was well-formed: this is a bug in Brook, and the traceback says where.
+            log.exception(
+                "error handling %s v%d from %s; closing the connection",
+                api_name(api_key),
+                version,
+                self.peer,
+            )
+            self.close(None)
         return None
 
     # ------------------------------------------------------------------ output
@@ -202,8 +307,49 @@ class Connection(asyncio.BufferedProtocol):
             parts = response
         head = response_header(ctx.correlation_id, ctx.api_key, ctx.api_version)
         size = len(head) + sum(len(p) for p in parts)
-        self.transport.writelines([INT32.pack(size) + head, *parts])
+        self._write([INT32.pack(size) + head, *parts])
         self.last_active = time.monotonic()
+
+    def _write(self, parts: list[OutPart]) -> None:
+        """Buffers go to the transport as they are (uvloop keeps references, it does not copy
+        them); stored spans wait in ``_out`` and are read as the socket drains."""
+        if not self._out and not any(isinstance(p, StoredSpan) for p in parts):
+            assert self.transport is not None
+            self.transport.writelines(parts)
+            return
+        self._out.extend(parts)
+        self._drain()
+
+    def _drain(self) -> None:
+        """Hand ``_out`` to the transport until its buffer is above the high mark."""
+        out, transport = self._out, self.transport
+        while out and not self._write_paused and not self._closed:
+            assert transport is not None
+            part = out[0]
+            if isinstance(part, StoredSpan):
+                start = self._span_sent
+                n = min(_SPAN_CHUNK, len(part) - start)
+                try:
+                    chunk = part.read(start, n)
+                except (SpanGone, KafkaError, OSError) as exc:
+                    # The frame size has been sent: the response cannot be finished. Gone:
+                    # the segment was deleted or truncated; KafkaError: its directory went
+                    # offline, or no descriptor was left to reopen it (the log has dealt
+                    # with either); only this client is affected.
+                    self.close(f"stored records being sent cannot be read ({exc})")
+                    return
+                if start + n == len(part):
+                    out.popleft()
+                    self._span_sent = 0
+                else:
+                    self._span_sent = start + n
+                transport.write(chunk)
+            else:
+                ready: list[OutPart] = []
+                while out and not isinstance(out[0], StoredSpan):
+                    ready.append(out.popleft())
+                transport.writelines(ready)
+            self.last_active = time.monotonic()
 
     @property
     def idle(self) -> bool:
@@ -238,6 +384,19 @@ class SocketServer:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
         self.connections: set[Connection] = set()
+        configured = int(broker.config["max.connections"])
+        self.max_connections = (
+            connection_capacity(broker.log_manager.files.capacity)
+            if configured == -1
+            else configured
+        )
+        self._refused = 0
+        self._refusal_logged = 0.0
+        # One read buffer for every connection (see FrameAssembler) and the request memory
+        # pool, when queued.max.request.bytes is set.
+        self.read_buffer = bytearray(READ_BUFFER_SIZE)
+        queued = int(broker.config["queued.max.request.bytes"])
+        self.memory_pool = RequestMemoryPool(queued) if queued > 0 else None
         self.servers: list[asyncio.AbstractServer] = []
         self.bound: dict[str, tuple[str, int]] = {}
 
@@ -265,6 +424,24 @@ class SocketServer:
             if (names is None or name in names) and not server.is_serving():
                 await server.start_serving()
                 log.info("listening on %s://%s:%d", name, host, port)
+
+    def refuse_over_limit(self, peer: str) -> bool:
+        """Whether a new connection goes over max.connections (it is closed then): clients
+        must not take the descriptors the logs and the node need, or a produce could fail
+        for want of one."""
+        if len(self.connections) < self.max_connections:
+            return False
+        self._refused += 1
+        now = time.monotonic()
+        if now - self._refusal_logged >= 10:
+            self._refusal_logged = now
+            log.warning(
+                "refused a connection from %s: max.connections (%d) reached (%d refused)",
+                peer,
+                self.max_connections,
+                self._refused,
+            )
+        return True
 
     def close_idle(self, max_idle_ms: int) -> int:
         """Close connections idle for longer than ``max_idle_ms`` (connections.max.idle.ms);

@@ -144,10 +144,16 @@ class Partition:
 
     # ------------------------------------------------------------------ fetch
     def read(
-        self, offset: int, max_bytes: int, *, for_follower: bool, min_one_batch: bool
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        for_follower: bool,
+        min_one_batch: bool,
+        spans: bool = False,
     ) -> ReadResult:
         upper = None if for_follower else self.high_watermark
-        return self.log.read(offset, max_bytes, upper, min_one_batch)
+        return self.log.read(offset, max_bytes, upper, min_one_batch, spans)
 
     def add_data_waiter(self, fut: asyncio.Future[None]) -> None:
         """Complete ``fut`` when data is appended (or leadership ends); one future may wait on

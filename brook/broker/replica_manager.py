@@ -80,6 +80,7 @@ class ReplicaManager:
         # A log directory that failed to load may hold logs of partitions assigned here: a
         # fresh, empty log for one of them elsewhere would hand its offsets out again.
         unloaded = self.log_manager.failures.offline_dirs()
+        configs: dict[str, LogConfig] = {}
         for topic in self.image.topics.values():
             for info in topic.partitions.values():
                 tp = (topic.name, info.partition)
@@ -96,7 +97,7 @@ class ReplicaManager:
                     )
                     self.offline[tp] = Errors.KAFKA_STORAGE_ERROR
                     continue
-                self._apply_partition(topic.name, info)
+                self._apply_partition(topic.name, info, configs)
 
     def shutdown(self) -> None:
         self.checkpoint_high_watermarks()
@@ -137,16 +138,21 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ metadata
     def on_metadata_changes(self, changes: Iterable[Change]) -> None:
+        # The image is the same for every change of a batch: one log config per topic.
+        configs: dict[str, LogConfig] = {}
         for change in changes:
             if isinstance(change, PartitionChanged):
-                self._apply_partition(change.topic, change.info)
+                self._apply_partition(change.topic, change.info, configs)
             elif isinstance(change, TopicRemoved):
                 for p in list(change.topic.partitions):
                     self._remove((change.topic.name, p))
             elif isinstance(change, ConfigChanged):
                 self._reload_configs(change)
 
-    def _apply_partition(self, topic: str, info: PartitionInfo) -> None:
+    def _apply_partition(
+        self, topic: str, info: PartitionInfo, configs: dict[str, LogConfig] | None = None
+    ) -> None:
+        """``configs``: log configs already computed from the current image, by topic."""
         tp = (topic, info.partition)
         if topic == METADATA_TOPIC:
             return  # the metadata log is the quorum's, never a partition served here
@@ -158,7 +164,13 @@ class ReplicaManager:
             return
         partition = self.partitions.get(tp)
         if partition is None:
-            config = topic_config.log_config(self.server_config, self.image, self.node_id, topic)
+            config = None if configs is None else configs.get(topic)
+            if config is None:
+                config = topic_config.log_config(
+                    self.server_config, self.image, self.node_id, topic
+                )
+                if configs is not None:
+                    configs[topic] = config
             try:
                 plog = self.log_manager.get_or_create_log(
                     topic, info.partition, config, info.topic_id

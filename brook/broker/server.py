@@ -76,7 +76,13 @@ class Broker:
             name: (host, port) for name, host, port in (parse_listener(text) for text in advertised)
         }
         self.controller_listeners = set(config["controller.listener.names"])
-        self.log_manager = LogManager(log_dirs(config), topic_defaults(config))
+        max_open_files = int(config["brook.log.max.open.files"])
+        self.log_manager = LogManager(
+            log_dirs(config),
+            topic_defaults(config),
+            max_open_files=None if max_open_files == -1 else max_open_files,
+            recovery_threads_per_dir=int(config["num.recovery.threads.per.data.dir"]),
+        )
         self.clock: Callable[[], int] = _now_ms
         self.loader = MetadataLoader()
         self.socket_server = SocketServer(self)

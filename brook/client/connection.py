@@ -325,10 +325,13 @@ class BrokerConnection(asyncio.Protocol):
         try:
             return decode_kio(response_class(api_key, version), raw)
         except Exception as exc:
-            raise ProtocolError(
+            # A broker that sends what its schema forbids is not trusted with the next ones.
+            message = (
                 f"cannot decode {api_name(api_key)} v{version} response from "
-                f"{self.address}: {exc!r}"
-            ) from None
+                f"{self.address}: {type(exc).__name__}: {exc}"
+            )
+            self._protocol_error(message)
+            raise ProtocolError(message) from None
 
     async def send_raw(
         self, api_key: int, version: int, body: Body, *, timeout_ms: int | None = None

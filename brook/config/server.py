@@ -6,6 +6,7 @@ buffer sizes) are accepted and marked ``inert``; any other unknown key is an err
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .defs import Config, ConfigDef, ConfigError, ConfigKey, Type, at_least, between, one_of
@@ -16,6 +17,17 @@ _K = ConfigKey
 # The fault-injection delays of experiments (brook/broker/faults.py), dynamic broker configs.
 PRODUCE_DELAY_KEY = "brook.fault.produce.delay.ms"
 FOLLOWER_FETCH_DELAY_KEY = "brook.fault.follower.fetch.delay.ms"
+
+
+def _minus_one_or_at_least(low: int) -> Callable[[str, Any], None]:
+    def check(name: str, value: Any) -> None:
+        if value is not None and value != -1 and value < low:
+            raise ConfigError(
+                f"Invalid value {value} for configuration {name}: must be -1 or >= {low}"
+            )
+
+    return check
+
 
 SERVER_CONFIG = ConfigDef(
     "server",
@@ -260,6 +272,25 @@ SERVER_CONFIG = ConfigDef(
         _K("log.index.interval.bytes", Type.INT, 4096, at_least(0), "Bytes between index entries"),
         _K("log.index.size.max.bytes", Type.INT, 10485760, at_least(4), "Largest index size"),
         _K(
+            "num.recovery.threads.per.data.dir",
+            Type.INT,
+            8,
+            at_least(1),
+            "Threads per log directory that flush the logs at a clean shutdown (logs load "
+            "one after the other at startup). Kafka's default is 1; the fsyncs of thousands of "
+            "small files wait on the disk, not the CPU, so Brook's is 8",
+        ),
+        _K(
+            "brook.log.max.open.files",
+            Type.INT,
+            -1,
+            _minus_one_or_at_least(1),
+            "Descriptors the segment and index files of all logs may hold at once; the least "
+            "recently used are closed and reopened on demand. -1 sizes it from the process's "
+            "RLIMIT_NOFILE: half of what is left after 64 reserved, the other half being for "
+            "connections",
+        ),
+        _K(
             "log.cleanup.policy",
             Type.LIST,
             ["delete"],
@@ -307,6 +338,15 @@ SERVER_CONFIG = ConfigDef(
         # topics
         _K("num.partitions", Type.INT, 1, at_least(1), "Default partitions of a new topic"),
         _K(
+            "max.broker.partitions",
+            Type.INT,
+            100_000,  # twice what docs/performance.md measures one node hosting
+            at_least(1),
+            "Partition replicas a broker may host, internal topics included (KIP-578's name); "
+            "CreateTopics, CreatePartitions, auto-creation and reassignments that would exceed "
+            "it fail with POLICY_VIOLATION",
+        ),
+        _K(
             "default.replication.factor",
             Type.INT,
             1,
@@ -353,6 +393,25 @@ SERVER_CONFIG = ConfigDef(
             104857600,
             at_least(1),
             "Largest request frame accepted; larger ones close the connection",
+        ),
+        _K(
+            "max.connections",
+            Type.INT,
+            -1,
+            _minus_one_or_at_least(1),
+            "Client connections the node holds at once; more are closed as they come (Kafka "
+            "makes them wait). -1: what RLIMIT_NOFILE leaves after 64 reserved descriptors "
+            "and brook.log.max.open.files",
+        ),
+        _K(
+            "queued.max.request.bytes",
+            Type.LONG,
+            268435456,
+            None,
+            "Bytes of requests held at once, from their size prefix until handled; past it, "
+            "requests larger than 256 KiB wait and their connections stop reading. <= 0: "
+            "unbounded (Kafka's default is -1; Brook bounds it, and only allocates a request "
+            "as its bytes arrive). Must be at least socket.request.max.bytes when set",
         ),
         _K(
             "connections.max.idle.ms",
@@ -455,7 +514,6 @@ SERVER_CONFIG = ConfigDef(
                 ("num.io.threads", Type.INT, 8),
                 ("socket.send.buffer.bytes", Type.INT, 102400),
                 ("socket.receive.buffer.bytes", Type.INT, 102400),
-                ("num.recovery.threads.per.data.dir", Type.INT, 2),
                 ("transaction.state.log.replication.factor", Type.SHORT, 3),
                 ("transaction.state.log.min.isr", Type.INT, 2),
                 ("share.coordinator.state.topic.replication.factor", Type.SHORT, 3),
@@ -478,7 +536,18 @@ def parse_server_config(props: dict[str, Any]) -> Config:
         raise ConfigError("Invalid value for configuration listeners: at least one is required")
     _check_security_protocols(cfg)
     _check_roles(cfg)
+    _check_queued_bytes(cfg)
     return cfg
+
+
+def _check_queued_bytes(cfg: Config) -> None:
+    """Kafka's rule: a pool smaller than the largest request could never admit it."""
+    queued, largest = cfg["queued.max.request.bytes"], cfg["socket.request.max.bytes"]
+    if 0 < queued < largest:
+        raise ConfigError(
+            f"Invalid value {queued} for configuration queued.max.request.bytes: must be "
+            f"<= 0 (unbounded) or at least socket.request.max.bytes ({largest})"
+        )
 
 
 _SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")

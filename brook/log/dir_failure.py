@@ -4,12 +4,19 @@ each log in it then refuses appends, reads and flushes with KAFKA_STORAGE_ERROR,
 written after a failed write (whose bytes, or whose fsync, are in doubt) is ever acknowledged,
 and the handler the node installs stops serving the partitions there. The next start recovers
 the directory as it would after a crash, since no clean-shutdown marker is written for it.
+
+Running out of file descriptors (EMFILE, ENFILE) is not a failure of the directory: it says
+nothing about the disk, and it passes once descriptors are given back (clients disconnect,
+the descriptor pool closes its own). It fails the operation with KAFKA_STORAGE_ERROR, which
+clients retry, and leaves the directory online.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +25,14 @@ from brook.protocol.errors import Errors, KafkaError
 log = logging.getLogger(__name__)
 
 FailureHandler = Callable[[Path], None]
+OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
+_SHORTAGE_LOG_INTERVAL_S = 10.0
+
+
+def out_of_descriptors(exc: BaseException) -> bool:
+    """Whether ``exc`` says the process (EMFILE) or the system (ENFILE) has no descriptor
+    left, rather than that the disk failed."""
+    return isinstance(exc, OSError) and exc.errno in OUT_OF_DESCRIPTORS
 
 
 def offline_error(name: str, directory: Path) -> KafkaError:
@@ -36,6 +51,8 @@ class LogDirFailureChannel:
         self._lock = threading.Lock()
         self._offline: dict[Path, str] = {}
         self._handler: FailureHandler | None = None
+        self._shortages = 0  # out-of-descriptor errors reported
+        self._shortage_logged = -_SHORTAGE_LOG_INTERVAL_S
 
     def set_handler(self, handler: FailureHandler | None) -> None:
         """Install the handler, and run it for the directories already offline."""
@@ -49,6 +66,15 @@ class LogDirFailureChannel:
     def is_offline(self, directory: Path) -> bool:
         return directory in self._offline
 
+    def check(self, path: Path) -> None:
+        """Raise KAFKA_STORAGE_ERROR if ``path`` lies in an offline directory (the descriptor
+        pool asks before it opens a file, so nothing there is reopened or created)."""
+        if not self._offline:
+            return
+        for directory in path.parents:
+            if directory in self._offline:
+                raise offline_error(str(path.relative_to(directory)), directory)
+
     def offline_dirs(self) -> dict[Path, str]:
         """Each offline directory with the error that took it offline."""
         with self._lock:
@@ -56,8 +82,12 @@ class LogDirFailureChannel:
 
     def fail(self, directory: Path, action: str, exc: BaseException) -> KafkaError:
         """Record an I/O error on ``directory`` (``action``: what was being done, as in "Error
-        while <action>"); returns the KAFKA_STORAGE_ERROR to raise in its place."""
+        while <action>"); returns the KAFKA_STORAGE_ERROR to raise in its place. An error
+        that only says the process is out of descriptors leaves the directory online."""
         message = f"Error while {action} in dir {directory}: {exc}"
+        if out_of_descriptors(exc):
+            self._report_shortage(message)
+            return KafkaError(Errors.KAFKA_STORAGE_ERROR, message)
         with self._lock:
             first = directory not in self._offline
             if first:
@@ -75,3 +105,21 @@ class LogDirFailureChannel:
         else:
             log.warning("%s (the directory was already offline)", message)
         return KafkaError(Errors.KAFKA_STORAGE_ERROR, message)
+
+    def _report_shortage(self, message: str) -> None:
+        """Log an out-of-descriptors error, at most one line per interval (a node out of
+        descriptors fails many requests at once)."""
+        with self._lock:
+            self._shortages += 1
+            now = time.monotonic()
+            if now - self._shortage_logged < _SHORTAGE_LOG_INTERVAL_S:
+                return
+            self._shortage_logged = now
+            count = self._shortages
+        log.warning(
+            "%s. The node is out of file descriptors (%d such errors so far); the log "
+            "directory stays online. Raise the open-file limit (ulimit -n) or lower "
+            "max.connections or brook.log.max.open.files",
+            message,
+            count,
+        )

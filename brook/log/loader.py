@@ -16,6 +16,7 @@ from brook.protocol.batch import BatchHeader
 from .checkpoints import TMP_SUFFIX
 from .config import LogConfig
 from .epoch_cache import LeaderEpochCache
+from .file_pool import FilePool
 from .offset_index import CorruptIndexError
 from .segment import (
     DELETED_SUFFIX,
@@ -39,23 +40,27 @@ class LoadedLog:
     segments: list[LogSegment]
     log_start_offset: int
     recovery_point: int
+    # No segment file was found: the directory is as new (perhaps left by a creation that
+    # failed), and its entry in the log directory has never been fsynced.
+    fresh: bool = False
 
     @property
     def log_end_offset(self) -> int:
         return self.segments[-1].next_offset
 
 
-def segment_base_offsets(directory: Path) -> list[int]:
+def segment_base_offsets(directory: Path, names: list[str] | None = None) -> list[int]:
+    """The base offsets of the ``.log`` files among ``names`` (default: the directory's)."""
     bases = []
-    for name in os.listdir(directory):
+    for name in os.listdir(directory) if names is None else names:
         stem, dot, suffix = name.partition(".")
         if dot and "." + suffix == LOG_SUFFIX and stem.isdigit():
             bases.append(int(stem))
     return sorted(bases)
 
 
-def _remove_leftovers(directory: Path, bases: set[int]) -> None:
-    for name in os.listdir(directory):
+def _remove_leftovers(directory: Path, bases: set[int], names: list[str]) -> None:
+    for name in names:
         path = directory / name
         if name.endswith(_LEFTOVER_SUFFIXES):
             path.unlink(missing_ok=True)
@@ -79,6 +84,7 @@ class LogLoader:
         log_start_offset: int,
         had_clean_shutdown: bool,
         now_ms: int,
+        files: FilePool | None = None,
     ) -> None:
         self.dir = directory
         self.config = config
@@ -87,10 +93,24 @@ class LogLoader:
         self.log_start_offset = log_start_offset
         self.had_clean_shutdown = had_clean_shutdown
         self.now_ms = now_ms
+        self.files = files
 
     def load(self) -> LoadedLog:
-        bases = segment_base_offsets(self.dir)
-        _remove_leftovers(self.dir, set(bases))
+        """Load the segments; if that fails, the files of those already opened go back to
+        the pool before the error is raised."""
+        segments: list[LogSegment] = []
+        try:
+            return self._load(segments)
+        except BaseException:
+            for segment in segments:
+                segment.close()
+            raise
+
+    def _load(self, segments: list[LogSegment]) -> LoadedLog:
+        """``load``, collecting the segments it opens in ``segments``."""
+        names = os.listdir(self.dir)
+        bases = segment_base_offsets(self.dir, names)
+        _remove_leftovers(self.dir, set(bases), names)
         cache = self.epoch_cache
         epochs_before = cache.entries()
         # An unreadable checkpoint is rebuilt from the batches' own leader epochs.
@@ -103,7 +123,6 @@ class LogLoader:
         elif first_unflushed < len(bases):
             cache.truncate_from_end(bases[first_unflushed], flush=False)
 
-        segments: list[LogSegment] = []
         for i, base in enumerate(bases):
             if segments and segments[-1].next_offset != base:
                 log.warning(
@@ -114,8 +133,17 @@ class LogLoader:
                 )
                 self._delete(bases[i:])
                 break
-            segment = LogSegment.with_config(self.dir, base, self.config, self.now_ms, create=False)
-            truncated = self._load_segment(segment, i >= first_unflushed, rebuild_epochs)
+            segment = LogSegment.with_config(
+                self.dir, base, self.config, self.now_ms, create=False, files=self.files
+            )
+            try:
+                truncated = self._load_segment(segment, i >= first_unflushed, rebuild_epochs)
+            except BaseException:
+                segment.close()
+                raise
+            if segments:
+                # Only the last segment is appended to: the others' descriptors can go.
+                segments[-1].release_files()
             segments.append(segment)
             if truncated:
                 log.warning(
@@ -133,10 +161,12 @@ class LogLoader:
             # Everything below the checkpointed log start is gone: start afresh there.
             for segment in segments:
                 segment.delete()
-            segments = []
+            segments.clear()
         if not segments:
             segments.append(
-                LogSegment.with_config(self.dir, log_start, self.config, self.now_ms, create=True)
+                LogSegment.with_config(
+                    self.dir, log_start, self.config, self.now_ms, create=True, files=self.files
+                )
             )
         log_start = max(log_start, segments[0].base_offset)
         log_end = segments[-1].next_offset
@@ -146,7 +176,7 @@ class LogLoader:
         if rebuild_epochs or cache.entries() != epochs_before:
             cache.flush()
         recovery_point = log_end if self.had_clean_shutdown else min(self.recovery_point, log_end)
-        return LoadedLog(segments, log_start, max(recovery_point, log_start))
+        return LoadedLog(segments, log_start, max(recovery_point, log_start), fresh=not bases)
 
     def _load_segment(self, segment: LogSegment, unflushed: bool, rebuild_epochs: bool) -> int:
         """Check or recover one segment; returns the bytes recovery cut off."""

@@ -38,10 +38,12 @@ from .checkpoints import CheckpointError, PartitionMetadataFile, fsync_path
 from .config import LogConfig
 from .dir_failure import LogDirFailureChannel, offline_error
 from .epoch_cache import LeaderEpochCache
+from .file_pool import FilePool, shared_pool
 from .loader import LogLoader
 from .producer_state import ProducerStateManager
 from .record_errors import TIMESTAMPS_REJECTED, TimestampRule, record_validation_error
 from .segment import LogSegment
+from .span import StoredSpan
 from .time_index import NO_TIMESTAMP
 
 # A compressed batch's records are checked when they decompress to at most this much (Kafka
@@ -69,7 +71,9 @@ def _storage_io(
 ]:
     """Kafka's ``maybeHandleIOException`` for a ``PartitionLog`` method: it refuses to run in
     an offline log directory, and an I/O error takes the directory offline and surfaces as
-    KAFKA_STORAGE_ERROR ("Error while <action> <topic-partition> in dir <dir>")."""
+    KAFKA_STORAGE_ERROR ("Error while <action> <topic-partition> in dir <dir>"). Running out
+    of descriptors surfaces the same way but leaves the directory online
+    (``LogDirFailureChannel.fail``)."""
 
     def wrap(
         method: Callable[Concatenate[PartitionLog, _P], _R],
@@ -108,7 +112,7 @@ class AppendResult:
 
 @dataclass(frozen=True, slots=True)
 class ReadResult:
-    records: bytes
+    records: bytes | StoredSpan
     log_start_offset: int
     log_end_offset: int
 
@@ -132,12 +136,15 @@ class PartitionLog:
         epoch_cache: LeaderEpochCache,
         now: int,
         failures: LogDirFailureChannel | None = None,
+        files: FilePool | None = None,
     ) -> None:
         self.dir = directory
         self.log_dir = directory.parent
         self.failures = failures or LogDirFailureChannel()
         self.topic, self.partition = parse_topic_partition(directory.name)
         self.config = config
+        # Where this log's segment files get their descriptors (the node's pool).
+        self.files = shared_pool() if files is None else files
         self.topic_id: uuid.UUID | None = None
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
@@ -168,8 +175,10 @@ class PartitionLog:
         topic_id: uuid.UUID | None = None,
         now_ms: int | None = None,
         failures: LogDirFailureChannel | None = None,
+        files: FilePool | None = None,
     ) -> PartitionLog:
-        """Load (recovering if needed) or create the log in ``dir``. An OSError here is the
+        """Load (recovering if needed) or create the log in ``dir``; its files take their
+        descriptors from ``files`` (a process-wide pool by default). An OSError here is the
         caller's to report (the log manager takes the directory offline)."""
         directory = Path(dir)
         parse_topic_partition(directory.name)
@@ -185,6 +194,7 @@ class PartitionLog:
             log_start_offset=log_start_offset,
             had_clean_shutdown=had_clean_shutdown,
             now_ms=now,
+            files=files,
         ).load()
         plog = cls(
             directory,
@@ -195,8 +205,9 @@ class PartitionLog:
             epoch_cache=epoch_cache,
             now=now,
             failures=failures,
+            files=files,
         )
-        if created:
+        if created or loaded.fresh:
             plog._unsynced_paths.update((directory, directory.parent))
         try:
             plog.assign_topic_id(topic_id)
@@ -209,6 +220,8 @@ class PartitionLog:
     @_storage_io("writing partition.metadata of")
     def assign_topic_id(self, topic_id: uuid.UUID | None) -> None:
         """Check ``topic_id`` against partition.metadata, writing it if the file has none."""
+        if topic_id is not None and topic_id == self.topic_id:
+            return  # read from (or written to) the file already: one read per start
         meta = PartitionMetadataFile(self.dir / PARTITION_METADATA)
         try:
             stored = meta.read()
@@ -462,7 +475,7 @@ class PartitionLog:
         old = self._segments[-1]
         old.on_become_inactive()
         segment = LogSegment.with_config(
-            self.dir, self.log_end_offset, self.config, now, create=True
+            self.dir, self.log_end_offset, self.config, now, create=True, files=self.files
         )
         with self._lock:
             self._segments.append(segment)
@@ -479,9 +492,11 @@ class PartitionLog:
         max_bytes: int,
         max_offset: int | None = None,
         min_one_batch: bool = True,
+        spans: bool = False,
     ) -> ReadResult:
         """Whole stored batches from the one holding ``offset``, within ``max_bytes`` (but at
-        least one batch when ``min_one_batch``), none ending after ``max_offset``."""
+        least one batch when ``min_one_batch``), none ending after ``max_offset``. With
+        ``spans`` (fetch responses), large reads are ``StoredSpan``s: see span.py."""
         start, end = self.log_start_offset, self.log_end_offset
         if offset < start or offset > end:
             raise KafkaError(
@@ -493,8 +508,10 @@ class PartitionLog:
         located = self._locate(offset)
         while located is not None:
             segment, position = located
-            data, next_offset = segment.read(position, max_bytes, max_offset, min_one_batch)
+            data, next_offset = segment.read(position, max_bytes, max_offset, min_one_batch, spans)
             if data:
+                if isinstance(data, StoredSpan):
+                    data.log = self  # its chunks are read through read_span's guard
                 cache = self._read_cache
                 if len(cache) >= _READ_CACHE_SIZE:
                     del cache[next(iter(cache))]
@@ -504,6 +521,15 @@ class PartitionLog:
                 break
             located = self._next_segment_start(segment)
         return ReadResult(b"", start, end)
+
+    @_storage_io("reading from")
+    def read_span(self, span: StoredSpan, offset: int, size: int) -> bytes:
+        """``size`` bytes from ``offset`` within a span this log cut, read as a connection
+        sends it. The guard is that of ``read``, since the directory may have gone offline
+        since the span was cut: KAFKA_STORAGE_ERROR then, with nothing opened; an I/O error
+        takes the directory offline; running out of descriptors for the segment's reopening
+        fails this read only. A segment closed or truncated since raises SpanGone."""
+        return span.segment.read_span(span.position + offset, size, span.truncations)
 
     def _locate(self, offset: int) -> tuple[LogSegment, int] | None:
         """The segment and position of the batch holding ``offset``."""
@@ -602,7 +628,7 @@ class PartitionLog:
             for old in doomed:
                 old.delete()
             segment = LogSegment.with_config(
-                self.dir, offset, self.config, wall_clock_ms(), create=True
+                self.dir, offset, self.config, wall_clock_ms(), create=True, files=self.files
             )
             self._segments[:] = [segment]
             self._bases[:] = [offset]
@@ -758,9 +784,21 @@ class PartitionLog:
     @_storage_io("closing")
     def close(self) -> None:
         """Flush, snapshot the producer state at the log end, and close every file."""
-        self.flush()
-        self.producer_state.take_snapshot(sync=True)
+        self.flush_for_close()
         self.close_files()
+
+    @_storage_io("closing")
+    def flush_for_close(self) -> None:
+        """What ``close`` makes durable before closing: everything, and a producer snapshot
+        at the log end. As Kafka, the snapshot is taken only when the log end is beyond the
+        latest snapshot (or 0 without one): an equal one is on disk already, and an empty
+        log at 0 has nothing to remember. Safe on a worker thread, one per log; an I/O error
+        takes the directory offline as in ``flush``."""
+        self.flush()
+        state = self.producer_state
+        snapshots = state.snapshot_offsets()
+        if state.map_end_offset > (snapshots[-1] if snapshots else 0):
+            state.take_snapshot(sync=True)
 
     def close_files(self) -> None:
         """Close every file without flushing (the log is being deleted or moved)."""

@@ -2,17 +2,20 @@
 (recovering them after an unclean shutdown), creating and deleting logs, the per-directory
 checkpoints, the clean-shutdown marker, ``meta.properties``, retention and flush scheduling.
 A directory with an I/O error goes offline (``failures``): its logs are dropped and nothing
-is written in it again, checkpoints and the clean-shutdown marker included.
+is written in it again, checkpoints and the clean-shutdown marker included. Every log's files
+share one bounded pool of descriptors (``file_pool.py``).
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +27,8 @@ from .checkpoints import (
     write_atomically,
 )
 from .config import LogConfig
-from .dir_failure import LogDirFailureChannel
+from .dir_failure import LogDirFailureChannel, out_of_descriptors
+from .file_pool import FilePool
 from .log import PartitionLog, parse_topic_partition, wall_clock_ms
 
 log = logging.getLogger(__name__)
@@ -52,16 +56,27 @@ class LogManager:
         *,
         now_ms: Callable[[], int] = wall_clock_ms,
         producer_id_expiration_ms: int = PRODUCER_ID_EXPIRATION_MS,
+        max_open_files: int | None = None,
+        recovery_threads_per_dir: int = 1,
     ) -> None:
+        """``max_open_files``: the descriptors the logs may hold at once (None: sized from
+        RLIMIT_NOFILE, see ``file_pool.default_capacity``). ``recovery_threads_per_dir``:
+        Kafka's num.recovery.threads.per.data.dir, here the threads that flush the logs at
+        shutdown, each log on one thread."""
         if not log_dirs:
             raise ValueError("at least one log directory is needed")
         self.log_dirs = [Path(d) for d in log_dirs]
         self.default_config = LogConfig.from_topic_config(topic_defaults)
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._now = now_ms
-        self._logs: dict[TopicPartition, PartitionLog] = {}
-        self._pending_deletes: list[tuple[Path, int]] = []  # renamed dir, when to remove it
+        self._threads = max(1, recovery_threads_per_dir) * len(self.log_dirs)
         self.failures = LogDirFailureChannel()
+        # The pool knows the offline directories: it opens nothing there.
+        self.files = FilePool(max_open_files, self.failures)
+        self._logs: dict[TopicPartition, PartitionLog] = {}
+        # logs per directory, so that placing a new log does not count them all
+        self._dir_counts: Counter[Path] = Counter()
+        self._pending_deletes: list[tuple[Path, int]] = []  # renamed dir, when to remove it
 
     def online_dirs(self) -> list[Path]:
         return [d for d in self.log_dirs if not self.failures.is_offline(d)]
@@ -69,13 +84,25 @@ class LogManager:
     # ------------------------------------------------------------------ lifecycle
     def startup(self) -> None:
         """Load every partition directory, recovering logs unless the last shutdown was clean.
-        A directory that cannot be loaded (an I/O error) is left offline, its logs unloaded."""
+        A directory that cannot be loaded (an I/O error) is left offline, its logs unloaded
+        and their files back in the pool. Running out of descriptors is no reason to take a
+        directory offline: the start fails instead (OSError, EMFILE), naming the limit.
+
+        One log after the other, on this thread: a pooled descriptor is used right after it
+        is handed out, which holds only while one thread at a time takes descriptors."""
         for directory in self.log_dirs:
             try:
                 loaded = self._load_dir(directory)
             except (OSError, KafkaError) as exc:
                 if isinstance(exc, KafkaError) and exc.code != Errors.KAFKA_STORAGE_ERROR:
                     raise
+                if _caused_by_shortage(exc):
+                    raise OSError(
+                        errno.EMFILE,
+                        f"{os.strerror(errno.EMFILE)} while loading the logs in {directory}: "
+                        "the node cannot open its logs under this open-file limit; raise it "
+                        f"(ulimit -n) or lower brook.log.max.open.files ({exc})",
+                    ) from exc
                 if isinstance(exc, OSError):
                     self.failures.fail(directory, "loading logs", exc)
                 continue
@@ -83,6 +110,7 @@ class LogManager:
                 if tp in self._logs:
                     raise RuntimeError(f"{tp[0]}-{tp[1]} found in two log directories")
             self._logs.update(loaded)
+            self._dir_counts[directory] += len(loaded)
         log.info("loaded %d logs from %s", len(self._logs), ", ".join(map(str, self.log_dirs)))
 
     def _load_dir(self, directory: Path) -> dict[TopicPartition, PartitionLog]:
@@ -115,6 +143,7 @@ class LogManager:
                     had_clean_shutdown=clean,
                     now_ms=self._now(),
                     failures=self.failures,
+                    files=self.files,
                 )
         except BaseException:
             for plog in loaded.values():
@@ -122,16 +151,33 @@ class LogManager:
             raise
         return loaded
 
+    def _on_threads(self, fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+        """``fn`` over ``items`` on the recovery threads, results in order; the first error
+        raises once every item is done. ``fn`` must not take pooled descriptors (syncs,
+        which pin theirs, may)."""
+        if self._threads == 1 or len(items) < 2:
+            return [fn(item) for item in items]
+        with ThreadPoolExecutor(self._threads, thread_name_prefix="log-recovery") as pool:
+            futures = [pool.submit(fn, item) for item in items]
+        return [future.result() for future in futures]
+
     def shutdown(self) -> None:
         """Close every log, write the checkpoints, then mark each directory cleanly shut down,
-        except the offline ones: the next start recovers those."""
-        for plog in self._logs.values():
-            try:
-                plog.close()
-            except KafkaError:  # its directory failed: it recovers at the next start
-                plog.close_files()
+        except the offline ones: the next start recovers those.
+
+        The flushes and producer snapshots run on the recovery threads (fsyncs of thousands
+        of small files are latency-bound); the checkpoints and markers follow them all, so a
+        directory that one of them takes offline gets neither."""
+        logs = list(self._logs.values())
+        flushed = self._on_threads(_flush_for_close, logs)
+        unflushed = {plog.log_dir for plog, ok in zip(logs, flushed, strict=True) if not ok}
+        for plog in logs:
+            plog.close_files()
         self.write_recovery_checkpoints()
         for directory in self.online_dirs():
+            if directory in unflushed:
+                log.warning("%s is not marked cleanly shut down: a log was not flushed", directory)
+                continue
             try:
                 write_atomically(directory / CLEAN_SHUTDOWN_MARKER, b"")
             except OSError as exc:
@@ -147,7 +193,7 @@ class LogManager:
         """Drop (and close) the logs of an offline directory; returns their partitions."""
         gone = [tp for tp, plog in self._logs.items() if plog.log_dir == directory]
         for tp in gone:
-            self._logs.pop(tp).close_files()
+            self._forget(tp).close_files()
         log.warning(
             "logs for partitions %s are offline due to the failure of log directory %s",
             ", ".join(f"{t}-{p}" for t, p in gone) or "(none)",
@@ -175,21 +221,41 @@ class LogManager:
                 existing.update_config(config)
             return existing
         parent = self._emptiest_dir()
+        path = parent / f"{topic}-{partition}"
+        new = not path.exists()
         # The new directory is fsynced (into its parent) by the log's first flush.
         try:
             parent.mkdir(parents=True, exist_ok=True)
             plog = PartitionLog.open(
-                parent / f"{topic}-{partition}",
+                path,
                 config,
                 topic_id=topic_id,
                 now_ms=self._now(),
                 failures=self.failures,
+                files=self.files,
             )
         except OSError as exc:
-            raise self.failures.fail(
-                parent, f"creating the log of {topic}-{partition}", exc
-            ) from exc
+            error = self.failures.fail(parent, f"creating the log of {topic}-{partition}", exc)
+            self._remove_partial_log(path, new)
+            raise error from exc
+        except KafkaError:
+            self._remove_partial_log(path, new)
+            raise
         self._logs[(topic, partition)] = plog
+        self._dir_counts[parent] += 1
+        return plog
+
+    def _remove_partial_log(self, path: Path, new: bool) -> None:
+        """What a failed creation left of a new log, while its directory is online (the
+        process was out of descriptors): best effort, since the log that a retry creates
+        fsyncs its directory entry anyway (``LoadedLog.fresh``)."""
+        if new and not self.failures.is_offline(path.parent):
+            shutil.rmtree(path, ignore_errors=True)
+
+    def _forget(self, tp: TopicPartition) -> PartitionLog:
+        """Drop a log from the ones this manager holds (and from its directory's count)."""
+        plog = self._logs.pop(tp)
+        self._dir_counts[plog.log_dir] -= 1
         return plog
 
     def _emptiest_dir(self) -> Path:
@@ -201,15 +267,14 @@ class LogManager:
             )
         if len(online) == 1:
             return online[0]
-        counts = Counter(plog.dir.parent for plog in self._logs.values())
-        return min(online, key=lambda d: counts[d])
+        return min(online, key=lambda d: self._dir_counts[d])
 
     def delete_log(self, topic: str, partition: int) -> None:
         """Rename the directory to ``<name>.<uuid>-delete``; ``remove_deleted_logs`` removes it
         after file.delete.delay.ms (and startup removes any left)."""
-        plog = self._logs.pop((topic, partition), None)
-        if plog is None:
+        if (topic, partition) not in self._logs:
             return
+        plog = self._forget((topic, partition))
         plog.close_files()
         if self.failures.is_offline(plog.log_dir):
             return  # the next start finds it a stray log
@@ -226,9 +291,9 @@ class LogManager:
         """A log this node must not host (Kafka's stray log): one holding data is moved aside
         to ``<topic>-<partition>.<id>-stray``, never deleted, since the metadata that disowns
         it may itself be what went wrong; an empty one is deleted. Returns the new place."""
-        plog = self._logs.pop((topic, partition), None)
-        if plog is None:
+        if (topic, partition) not in self._logs:
             return None
+        plog = self._forget((topic, partition))
         empty = plog.size_in_bytes() == 0
         plog.close_files()
         try:
@@ -243,9 +308,9 @@ class LogManager:
 
     def discard_new_log(self, topic: str, partition: int) -> None:
         """Remove a log created for a change that was then not committed."""
-        plog = self._logs.pop((topic, partition), None)
-        if plog is None:
+        if (topic, partition) not in self._logs:
             return
+        plog = self._forget((topic, partition))
         plog.close_files()
         if not self.failures.is_offline(plog.log_dir):
             shutil.rmtree(plog.dir, ignore_errors=True)
@@ -337,3 +402,29 @@ class LogManager:
     def flush_due(self, now_ms: int) -> list[PartitionLog]:
         """Logs whose flush.messages / flush.ms policy asks for an fsync now."""
         return [plog for plog in self._logs.values() if plog.needs_flush(now_ms)]
+
+
+def _flush_for_close(plog: PartitionLog) -> bool:
+    """``PartitionLog.flush_for_close`` on a shutdown thread; False if it failed. A storage
+    error is not raised: an I/O error has taken the directory offline (its logs recover at
+    the next start, and it gets no checkpoint or marker); out of descriptors, the directory
+    stays online but gets no marker either, so the next start recovers it too."""
+    try:
+        plog.flush_for_close()
+    except KafkaError as exc:
+        log.error("could not flush %s at shutdown: %s", plog.dir.name, exc)
+        return False
+    return True
+
+
+def _caused_by_shortage(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what it was raised from) is the process running out of
+    descriptors."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if out_of_descriptors(cause):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__
+    return False

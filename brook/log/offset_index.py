@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
+from .file_pool import FilePool, shared_pool
+
 _ENTRY = struct.Struct(">ii")
 
 
@@ -28,21 +30,49 @@ def is_sorted_strictly(values: Sequence[int]) -> bool:
 
 
 class IndexFile:
-    """An append-only file of fixed-size entries, never preallocated, so it is always trimmed."""
+    """An append-only file of fixed-size entries, never preallocated, so it is always trimmed.
+
+    Its entries are mirrored in memory, so the file's descriptor is needed only to write: it
+    goes back to the pool once the entries are read, and is reopened by the next write."""
 
     entry_size: ClassVar[int]
 
-    def __init__(self, path: Path, base_offset: int, max_index_size: int) -> None:
+    def __init__(
+        self, path: Path, base_offset: int, max_index_size: int, files: FilePool | None = None
+    ) -> None:
         self.path = path
         self.base_offset = base_offset
         self.max_entries = max(0, max_index_size // self.entry_size)
-        self.existed = path.exists()
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self.closed = False
-        size = os.fstat(self._fd).st_size
+        pool = shared_pool() if files is None else files
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND
+        try:
+            size = os.stat(path).st_size
+        except FileNotFoundError:
+            self.existed = False
+            self._file = pool.open(path, flags)  # created empty
+            self.torn = False
+            self._load(b"")
+            self._file.release()
+            return
+        self.existed = True
         self.torn = size % self.entry_size != 0
         whole = size - size % self.entry_size
-        self._load(os.pread(self._fd, whole, 0) if whole else b"")
+        # An empty index is not opened until written to.
+        self._file = pool.open(path, flags, lazy=whole == 0)
+        try:
+            self._load(os.pread(self._file.fd(), whole, 0) if whole else b"")
+        except BaseException:
+            self._file.close()
+            raise
+        self._file.release()
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def release(self) -> None:
+        """Give the descriptor back to the pool; the next write reopens it."""
+        self._file.release()
 
     def _load(self, data: bytes) -> None:
         raise NotImplementedError
@@ -61,15 +91,16 @@ class IndexFile:
         self.max_entries = max(0, max_index_size // self.entry_size)
 
     def _write(self, data: bytes) -> None:
+        fd = self._file.write_fd()
         view = memoryview(data)
         while view:
-            view = view[os.write(self._fd, view) :]
+            view = view[os.write(fd, view) :]
 
     def truncate_entries(self, count: int) -> None:
         """Keep the first ``count`` entries, in memory and on disk."""
         if count < len(self) or self.torn:
             self._truncate_entries(count)
-            os.ftruncate(self._fd, count * self.entry_size)
+            os.ftruncate(self._file.write_fd(), count * self.entry_size)
             self.torn = False
 
     def roll_back(self, count: int) -> None:
@@ -77,17 +108,15 @@ class IndexFile:
         write left there (``truncate_entries`` skips the cut when no whole entry goes)."""
         if count < len(self):
             self._truncate_entries(count)
-        os.ftruncate(self._fd, count * self.entry_size)
+        os.ftruncate(self._file.write_fd(), count * self.entry_size)
         self.torn = False
 
     def flush(self) -> None:
-        if not self.closed:
-            os.fsync(self._fd)
+        """fsync the file if it was written since the last flush (reopening it if needed)."""
+        self._file.sync()
 
     def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            os.close(self._fd)
+        self._file.close()
 
     def delete(self) -> None:
         self.close()
@@ -95,7 +124,7 @@ class IndexFile:
 
     def rename(self, path: Path) -> None:
         os.replace(self.path, path)
-        self.path = path
+        self.path = self._file.path = path
 
 
 class OffsetIndex(IndexFile):

@@ -21,10 +21,14 @@ from brook.protocol.batch import (
     check_batch,
     read_header,
 )
+from brook.protocol.errors import KafkaError
 from brook.protocol.records import Record, batch_records
 
 from .config import LogConfig
+from .dir_failure import out_of_descriptors
+from .file_pool import FilePool, shared_pool
 from .offset_index import CorruptIndexError, OffsetIndex
+from .span import SpanGone, StoredSpan
 from .time_index import NO_TIMESTAMP, TimeIndex
 
 LOG_SUFFIX = ".log"
@@ -45,6 +49,12 @@ _RECOVERY_CHUNK = 4 * 1024 * 1024
 
 class CorruptSegmentError(ValueError):
     """A segment whose batches do not chain to its end; it needs recovery."""
+
+
+class TornAppendError(OSError):
+    """A failed append whose bytes could not be cut back: the segment's files end with what
+    the next appends would land after. Always a failure of the log directory, whatever the
+    error that began it (even one that alone would leave the directory online)."""
 
 
 class _AppendState(NamedTuple):
@@ -101,6 +111,7 @@ class LogSegment:
         roll_jitter_ms: int = 0,
         created_ms: int | None = None,
         create: bool = False,
+        files: FilePool | None = None,
     ) -> None:
         self.dir = directory
         self.base_offset = base_offset
@@ -113,15 +124,37 @@ class LogSegment:
             flags |= os.O_TRUNC
             for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
                 segment_path(directory, base_offset, suffix).unlink(missing_ok=True)
-        self._fd = os.open(self.log_path, flags, 0o644)
-        self.closed = False
-        self.size = os.fstat(self._fd).st_size
-        self.offset_index = OffsetIndex(
-            segment_path(directory, base_offset, INDEX_SUFFIX), base_offset, max_index_size
-        )
-        self.time_index = TimeIndex(
-            segment_path(directory, base_offset, TIME_INDEX_SUFFIX), base_offset, max_index_size
-        )
+        pool = shared_pool() if files is None else files
+        # Counts truncations: a StoredSpan cut before one no longer names its bytes.
+        self.truncations = 0
+        try:
+            # A segment found on disk is opened when first read or written.
+            self.size = 0 if create else os.stat(self.log_path).st_size
+            self._file = pool.open(self.log_path, flags, lazy=not create)
+        except FileNotFoundError:
+            self._file = pool.open(self.log_path, flags)
+            self.size = os.fstat(self._fd).st_size
+        opened: list[OffsetIndex | TimeIndex] = []
+        try:
+            self.offset_index = OffsetIndex(
+                segment_path(directory, base_offset, INDEX_SUFFIX),
+                base_offset,
+                max_index_size,
+                pool,
+            )
+            opened.append(self.offset_index)
+            self.time_index = TimeIndex(
+                segment_path(directory, base_offset, TIME_INDEX_SUFFIX),
+                base_offset,
+                max_index_size,
+                pool,
+            )
+        except BaseException:
+            # Not a segment after all: its files go back to the pool (descriptor budget).
+            self._file.close()
+            for index in opened:
+                index.close()
+            raise
         self.next_offset = base_offset
         self.max_timestamp = NO_TIMESTAMP
         self.offset_of_max_timestamp = base_offset
@@ -133,7 +166,14 @@ class LogSegment:
 
     @classmethod
     def with_config(
-        cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int, *, create: bool
+        cls,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        now_ms: int,
+        *,
+        create: bool,
+        files: FilePool | None = None,
     ) -> LogSegment:
         """Open (or with ``create``, start afresh) the segment at ``base_offset``."""
         return cls(
@@ -144,7 +184,25 @@ class LogSegment:
             roll_jitter_ms=config.random_segment_jitter(),
             created_ms=now_ms,
             create=create,
+            files=files,
         )
+
+    @property
+    def _fd(self) -> int:
+        """The log file's descriptor, reopened if the pool closed it. Every use counts as a
+        possible write for ``flush``: reads happen on segments that a flush skips (all
+        below the recovery point) or syncs anyway (holding unflushed data)."""
+        return self._file.write_fd()
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def release_files(self) -> None:
+        """Give the pool back this segment's descriptors; the next use reopens them."""
+        self._file.release()
+        self.offset_index.release()
+        self.time_index.release()
 
     # ------------------------------------------------------------------ loading
     def load(self) -> None:
@@ -300,11 +358,12 @@ class LogSegment:
         """Write one batch given as consecutive byte chunks; on an I/O error the segment and
         its indexes are rolled back to where they were (see ``_roll_back``) and it re-raises."""
         before = self._append_state()
+        fd = self._fd  # first: failing to get a descriptor has written nothing to undo
         try:
-            _write_all(self._fd, parts, size)
+            _write_all(fd, parts, size)
             self._account(self.size, size, last_offset, max_timestamp)
-        except OSError:
-            self._roll_back(before)
+        except (OSError, KafkaError) as exc:
+            self._undo_append(before, exc)
             raise
 
     def append_batches(self, data: memoryview, headers: Sequence[tuple[int, BatchHeader]]) -> None:
@@ -312,12 +371,13 @@ class LogSegment:
         Rolled back as ``append`` is on an I/O error."""
         before = self._append_state()
         position = self.size
+        fd = self._fd
         try:
-            _write_all(self._fd, [data], len(data))
+            _write_all(fd, [data], len(data))
             for pos, header in headers:
                 self._account(position + pos, header.size, header.last_offset, header.max_timestamp)
-        except OSError:
-            self._roll_back(before)
+        except (OSError, KafkaError) as exc:
+            self._undo_append(before, exc)
             raise
 
     def _append_state(self) -> _AppendState:
@@ -332,17 +392,31 @@ class LogSegment:
             len(self.time_index),
         )
 
-    def _roll_back(self, state: _AppendState) -> None:
+    def _undo_append(self, state: _AppendState, error: BaseException) -> None:
+        """Roll a failed append back. If the files could not be cut back and ``error`` alone
+        would leave the directory online (the process was out of descriptors, and still is
+        for the cut), raise TornAppendError instead: the directory must go offline, since
+        later appends would land after the torn bytes."""
+        if not self._roll_back(state) and out_of_descriptors(error):
+            raise TornAppendError(
+                f"{self.log_path}: a failed append ({error}) could not be cut back"
+            ) from error
+
+    def _roll_back(self, state: _AppendState) -> bool:
         """Undo a failed append: a write cut short (a full disk) leaves part of a batch at the
         end of the file, and the file is opened with O_APPEND, so unless the file is cut back
         every later write would land after those torn bytes, where reads and recovery never
-        reach. Best effort: if cutting fails too, the log directory is offline anyway and
-        recovery at the next start cuts the torn tail."""
+        reach. The files are cut through pooled descriptors, reopened if the pool closed them.
+        Best effort: returns False if a cut failed too; the log directory then goes offline
+        (see ``_undo_append``) and recovery at the next start cuts the torn tail. Not a
+        truncation for ``StoredSpan``s: it cuts only bytes past the size before the append,
+        which no span covers."""
         self.size, self.next_offset = state.size, state.next_offset
         self.max_timestamp = state.max_timestamp
         self.offset_of_max_timestamp = state.offset_of_max_timestamp
         self.rolling_timestamp = state.rolling_timestamp
         self._bytes_since_index = state.bytes_since_index
+        whole = True
         for cut in (
             lambda: os.ftruncate(self._fd, state.size),
             lambda: self.offset_index.roll_back(state.index_entries),
@@ -350,9 +424,10 @@ class LogSegment:
         ):
             try:
                 cut()
-            except OSError:
-                continue
+            except (OSError, KafkaError):  # KafkaError: the pool refuses an offline directory
+                whole = False
         self._check_indexes_full()
+        return whole
 
     def _account(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
         if self.rolling_timestamp is None:
@@ -425,18 +500,24 @@ class LogSegment:
         return None
 
     def read(
-        self, position: int, max_bytes: int, max_offset: int | None, min_one_batch: bool
-    ) -> tuple[bytes, int]:
+        self,
+        position: int,
+        max_bytes: int,
+        max_offset: int | None,
+        min_one_batch: bool,
+        spans: bool = False,
+    ) -> tuple[bytes | StoredSpan, int]:
         """Whole batches from ``position`` (a batch boundary), at most ``max_bytes`` unless
         the first batch alone is larger and ``min_one_batch``, none ending after
-        ``max_offset``. Returns the bytes and the offset after them."""
+        ``max_offset``. Returns the bytes and the offset after them. With ``spans``, more
+        than 32 KiB come back as a ``StoredSpan`` to be read while being sent."""
         available = self.size - position
         if available <= 0:
             return b"", -1
         if max_offset is not None and max_offset >= self.next_offset:
             max_offset = None
         if max_bytes >= available and max_offset is None:
-            return os.pread(self._fd, available, position), self.next_offset
+            return self._bytes(position, available, spans), self.next_offset
         limit = max(0, min(max_bytes, available))
         # The last index entry within the limits is a batch boundary with only whole batches
         # before it: walking headers from there finds the end of the data to return.
@@ -450,10 +531,31 @@ class LogSegment:
         else:
             # Large reads: one pread of exactly the whole batches.
             end, next_offset = self._walk(jump, position + limit, max_offset)
-            data = os.pread(self._fd, end - position, position) if end > position else b""
+            data = self._bytes(position, end - position, spans) if end > position else b""
         if data:
             return data, next_offset
-        return self._read_one(position, max_offset) if min_one_batch else (b"", -1)
+        return self._read_one(position, max_offset, spans) if min_one_batch else (b"", -1)
+
+    def _bytes(self, position: int, size: int, span: bool) -> bytes | StoredSpan:
+        if span and size > _DIRECT_READ_BYTES:
+            return StoredSpan(self, position, size)
+        return os.pread(self._fd, size, position)
+
+    def read_span(self, position: int, size: int, truncations: int) -> bytes:
+        """``size`` bytes at ``position`` for a ``StoredSpan`` cut after ``truncations``
+        truncations; raises SpanGone if the segment has been closed or truncated since.
+
+        The pool may have closed the descriptor since the previous chunk: it is reopened
+        (never created), and only read, so the file is not made dirty for the next flush.
+        In an offline directory this raises KAFKA_STORAGE_ERROR before anything else, even
+        with the descriptor still open: nothing is read from a failed directory."""
+        self._file.check_online()
+        if self.closed or truncations != self.truncations or position + size > self.size:
+            raise SpanGone(f"{self.log_path.name} was closed or truncated")
+        data = os.pread(self._file.fd(), size, position)
+        if len(data) != size:
+            raise SpanGone(f"{self.log_path.name} ends before {position + size}")
+        return data
 
     def _walk(
         self, start: int, stop: int, max_offset: int | None, buf: bytes | memoryview = b""
@@ -476,11 +578,13 @@ class LogSegment:
             next_offset = _INT64.unpack(os.pread(self._fd, 8, start))[0]
         return end, next_offset
 
-    def _read_one(self, position: int, max_offset: int | None) -> tuple[bytes, int]:
+    def _read_one(
+        self, position: int, max_offset: int | None, spans: bool = False
+    ) -> tuple[bytes | StoredSpan, int]:
         header = read_header(os.pread(self._fd, HEADER_SIZE, position))
         if max_offset is not None and header.next_offset > max_offset:
             return b"", -1
-        return os.pread(self._fd, header.size, position), header.next_offset
+        return self._bytes(position, header.size, spans), header.next_offset
 
     def read_batch(self, position: int, header: BatchHeader) -> bytes:
         return os.pread(self._fd, header.size, position)
@@ -525,7 +629,13 @@ class LogSegment:
         """The largest record timestamp, or the file's modification time without one."""
         if self.max_timestamp > NO_TIMESTAMP:
             return self.max_timestamp
-        return int(os.fstat(self._fd).st_mtime * 1000) if not self.closed else NO_TIMESTAMP
+        if self.closed:
+            return NO_TIMESTAMP
+        try:
+            # By path: reopening a pooled descriptor for its modification time is not needed.
+            return int(os.stat(self.log_path).st_mtime * 1000)
+        except FileNotFoundError:
+            return NO_TIMESTAMP
 
     # ------------------------------------------------------------------ truncation, files
     def truncate_to(self, offset: int, now_ms: int) -> int:
@@ -535,6 +645,7 @@ class LogSegment:
             return 0
         position, header = found
         removed = self.size - position
+        self.truncations += 1
         os.ftruncate(self._fd, position)
         self.size = position
         self.offset_index.truncate_to_position(position)
@@ -545,10 +656,10 @@ class LogSegment:
         return removed
 
     def flush(self) -> None:
-        """fsync the log and both indexes (tolerating a concurrent close by retention)."""
+        """fsync the log and both indexes, those the pool closed since they were written
+        included (tolerating a concurrent close by retention)."""
         try:
-            if not self.closed:
-                os.fsync(self._fd)
+            self._file.sync()
             self.offset_index.flush()
             self.time_index.flush()
         except OSError:
@@ -556,9 +667,7 @@ class LogSegment:
                 raise
 
     def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            os.close(self._fd)
+        self._file.close()
         self.offset_index.close()
         self.time_index.close()
 

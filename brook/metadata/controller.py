@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,7 +66,8 @@ def broker_config_error(values: Mapping[str, str]) -> str | None:
 
 # Kafka's ReplicationControlManager.MAX_PARTITIONS_PER_BATCH: one CreateTopics request may not
 # create more partitions than this (Kafka 4's validateTotalNumberOfPartitions), so a typo of
-# 100000 partitions cannot make a node create a hundred thousand logs in one decision.
+# 100000 partitions cannot make a node create a hundred thousand logs in one decision. It is
+# checked before any placement is computed: placing 2^31 - 1 partitions would exhaust memory.
 MAX_PARTITIONS_PER_BATCH = 10_000
 EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."
 
@@ -119,6 +121,41 @@ class OpType:
     SUBTRACT = 3
 
 
+class PartitionCapacity:
+    """``max.broker.partitions`` (KIP-578) over one request: the replicas each broker hosts,
+    counted once from the image, plus those the request's earlier items added. Kafka answers
+    a request it refuses by policy with POLICY_VIOLATION; so does this limit."""
+
+    def __init__(self, image: MetadataImage, limit: int) -> None:
+        self.image = image
+        self.limit = limit
+        self._hosted: Counter[int] | None = None
+
+    def _counts(self) -> Counter[int]:
+        if self._hosted is None:
+            self._hosted = Counter(
+                replica
+                for topic in self.image.topics.values()
+                for info in topic.partitions.values()
+                for replica in info.replicas
+            )
+        return self._hosted
+
+    def refusal(self, placements: Iterable[Sequence[int]]) -> str | None:
+        """Why adding these replica lists would take a broker over the limit, or None (and
+        then they are counted)."""
+        added = Counter(replica for replicas in placements for replica in replicas)
+        hosted = self._counts()
+        for broker, count in sorted(added.items()):
+            if hosted[broker] + count > self.limit:
+                return (
+                    f"Adding {count} partition replica(s) to broker {broker}, which hosts "
+                    f"{hosted[broker]}, would exceed max.broker.partitions={self.limit}."
+                )
+        hosted.update(added)
+        return None
+
+
 class Controller:
     def __init__(
         self,
@@ -153,6 +190,7 @@ class Controller:
         results: list[CreatedTopic] = []
         seen: set[str] = set()
         live = [b.broker_id for b in self.image.live_brokers()]
+        capacity = self.partition_capacity()
         for spec in specs:
             result = CreatedTopic(name=spec.name)
             results.append(result)
@@ -173,6 +211,10 @@ class Controller:
                 continue
             plan = self._plan_topic(spec, live, result)
             if plan is None:
+                continue
+            refusal = capacity.refusal(plan)
+            if refusal is not None:
+                result.error_code, result.error_message = Errors.POLICY_VIOLATION, refusal
                 continue
             topic_id = uuid.uuid4()
             result.topic_id = topic_id
@@ -389,6 +431,7 @@ class Controller:
         records: list[MetadataRecord] = []
         results: list[Outcome] = []
         live = [b.broker_id for b in self.image.live_brokers()]
+        capacity = self.partition_capacity()
         for name, count, assignments in requests:
             outcome = Outcome()
             results.append(outcome)
@@ -440,6 +483,10 @@ class Controller:
                 plan = place_replicas(
                     live, count - current, rf, first_partition=current, rng=self.rng
                 )
+            refusal = capacity.refusal(plan)
+            if refusal is not None:
+                outcome.error_code, outcome.error_message = Errors.POLICY_VIOLATION, refusal
+                continue
             if validate_only:
                 continue
             for i, replicas in enumerate(plan):
@@ -659,6 +706,7 @@ class Controller:
         live = {b.broker_id for b in self.image.live_brokers()}
         records: list[MetadataRecord] = []
         results: list[tuple[str, int, Outcome]] = []
+        capacity = self.partition_capacity()
         for topic, p, target in targets:
             info = self.image.partition(topic, p)
             if info is None:
@@ -714,6 +762,10 @@ class Controller:
                 continue
             adding = tuple(r for r in target if r not in info.replicas)
             removing = tuple(r for r in info.replicas if r not in target)
+            refusal = capacity.refusal([adding])
+            if refusal is not None:
+                results.append((topic, p, Outcome(Errors.POLICY_VIOLATION, refusal)))
+                continue
             merged = tuple(target) + removing
             records.append(
                 PartitionChangeRecord(
@@ -787,6 +839,10 @@ class Controller:
                         (topic.name, p, info.replicas, info.adding_replicas, info.removing_replicas)
                     )
         return out
+
+    def partition_capacity(self) -> PartitionCapacity:
+        """The per-broker partition limit, for one request."""
+        return PartitionCapacity(self.image, int(self.server_config["max.broker.partitions"]))
 
     def is_internal(self, name: str) -> bool:
         return is_internal(name)

@@ -1,8 +1,10 @@
 """Hand-written FetchResponse encoder (v4-18) that leaves record blobs where they are.
 
-The response is returned as a list of byte strings: small framing pieces built with struct,
-and each partition's stored records as its own element, so the blobs read from the log go
-to the socket (``transport.writelines``) without being copied into a response buffer.
+The response is returned as a list of parts: small framing pieces built with struct, and
+each partition's stored records as its own element, so the blobs read from the log go to
+the socket (``transport.writelines``) without being copied into a response buffer. A records
+element may be any sized object standing for stored bytes (the log's ``StoredSpan``, which
+the connection reads from the segment as the socket drains); only its length is used here.
 Tests compare the joined bytes with kio's encoder for every version.
 """
 
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import struct
 import uuid
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 from typing import Protocol
 
 from .primitives import compact_string, legacy_string, uvarint
@@ -28,7 +30,7 @@ class FetchPartitionData(Protocol):
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
-    records: bytes
+    records: Sized
     preferred_read_replica: int
     diverging_epoch: tuple[int, int] | None
     current_leader: tuple[int, int] | None
@@ -46,9 +48,9 @@ def encode_fetch_response(
     node_endpoints: Sequence[NodeEndpoint] = (),
     read_committed: bool = False,
     throttle_ms: int = 0,
-) -> list[bytes]:
+) -> list[Sized]:
     flexible = version >= 12
-    parts: list[bytes] = []
+    parts: list[Sized] = []
     head = bytearray()
     if version >= 7:
         head += _TOP_V7.pack(throttle_ms, error_code, session_id)

@@ -8,6 +8,7 @@ except that ApiVersions always answers with header v0 (KIP-511).
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +16,8 @@ from kio.serial import entity_reader, entity_writer
 
 from .api import ApiKey, is_flexible
 from .primitives import INT16, INT32, legacy_string, skip_tagged_fields
-from .unknown_tags import UNKNOWN_TAG_ERROR, strip_unknown_tags
+from .schema_walk import walk_message
+from .unknown_tags import apply_tag_edits
 
 HEADER_PREFIX = 8  # api_key int16, api_version int16, correlation_id int32
 
@@ -80,14 +82,18 @@ def encode_kio(entity: Any) -> bytes:
 
 
 def decode_kio(cls: Any, data: bytes | memoryview, offset: int = 0) -> Any:
-    """``cls`` read from ``data[offset:]``; tagged fields its schema does not know are
-    skipped, as Kafka skips them (kio refuses them: see unknown_tags.py)."""
-    try:
-        value, _size = entity_reader(cls)(data, offset)
-    except KeyError as exc:
-        if UNKNOWN_TAG_ERROR not in str(exc):
-            raise
-        value, _size = entity_reader(cls)(strip_unknown_tags(cls, data, offset), 0)
+    """``cls`` read from ``data[offset:]``, for requests (broker) and responses (client).
+
+    The bytes are walked along the schema first (schema_walk.py): kio's native reader would
+    abort the process on an array count larger than memory, so a length or count beyond the
+    bytes that remain, or a null where the schema has none, raises MalformedMessage (a
+    ValueError) before kio sees the body. Tagged fields the schema does not know are dropped,
+    as Kafka skips them (kio refuses them: see unknown_tags.py).
+    """
+    edits = walk_message(cls, data, offset)
+    if edits:
+        data, offset = apply_tag_edits(data, offset, edits), 0
+    value, _size = entity_reader(cls)(data, offset)
     return value
 
 
@@ -114,68 +120,166 @@ def response_body_offset(frame_bytes: bytes, api_key: int, api_version: int) -> 
     return 4
 
 
-class FrameAssembler:
-    """Cuts a byte stream into frames for ``asyncio.BufferedProtocol`` users, copying as little
-    as possible: small frames are cut from a shared read buffer; a frame larger than what the
-    buffer holds gets a ``bytearray`` of its own that the socket reads straight into.
+READ_BUFFER_SIZE = 256 * 1024
+"""The most one read takes from a socket: the size of the read buffer connections share."""
 
-    ``get_buffer`` / ``buffer_updated`` mirror the BufferedProtocol calls; complete frames
-    (without their size prefix) come out of ``buffer_updated``.
+_FIRST_BODY_BYTES = 64 * 1024
+
+Reserve = Callable[[int, bool], bool]
+"""``reserve(size, force)``: take ``size`` bytes from a memory pool; ``force`` takes them even
+when the pool is exhausted. False means refused (the frame waits)."""
+
+
+class FrameAssembler:
+    """Cuts a byte stream into frames for ``asyncio.BufferedProtocol`` users, holding memory
+    only for bytes that have arrived.
+
+    Between frames a connection holds nothing: the socket reads into ``read_buffer``, which
+    every connection of an event loop may share (BufferedProtocol's ``get_buffer`` and
+    ``buffer_updated`` come in pairs, nothing runs between them), and the frames complete in
+    it are copied out. Only an incomplete frame is kept: its bytes as they are while its size
+    prefix is incomplete or the frame is small (at most a quarter of the read buffer: they
+    go back to the front of the read buffer for the next read), else a ``bytearray`` of its
+    own that the socket reads straight into and that doubles as the body arrives (from
+    64 KiB up to the declared size). A size prefix declaring 100 MiB and nothing after it
+    therefore costs 64 KiB, not 100 MiB.
+
+    ``reserve`` (queued.max.request.bytes) is asked for every frame when its size is known
+    (a small frame's once it is complete), as Kafka's memory pool is when it allocates a
+    request's buffer. Frames complete in the read buffer, and frames no larger than it, are
+    taken with ``force``: their bytes are
+    already here or nearly so, and small requests (metadata, heartbeats, fetches) must not
+    wait behind large ones that a few clients declare and never finish. A larger frame whose
+    reservation is refused waits: ``waiting_for_memory`` is set, its bytes so far are kept,
+    and the owner stops reading until :meth:`retry` succeeds. Every frame returned holds a
+    reservation of ``len(frame)`` that the owner releases once the frame is handled;
+    ``reserved`` is what the incomplete frame holds.
     """
 
-    def __init__(self, max_frame_size: int, buffer_size: int = 256 * 1024) -> None:
+    def __init__(
+        self,
+        max_frame_size: int,
+        read_buffer: bytearray | None = None,
+        reserve: Reserve | None = None,
+    ) -> None:
         self.max_frame_size = max_frame_size
-        self._buf = bytearray(buffer_size)
-        self._view = memoryview(self._buf)
-        self._start = 0
-        self._end = 0
-        self._big: bytearray | None = None
-        self._big_pos = 0
+        self._shared = read_buffer
+        self._reserve = reserve
+        # An incomplete frame without a buffer of its own (size prefix included): a partial
+        # prefix, a small frame, or a frame waiting for memory.
+        self._head = b""
+        self._body: bytearray | None = None
+        self._filled = 0
+        self._size = 0
+        self.reserved = 0
+        self.waiting_for_memory = False
+
+    @property
+    def buffered(self) -> int:
+        """Bytes held for the incomplete frame (its buffer's capacity)."""
+        return len(self._head) + (len(self._body) if self._body is not None else 0)
+
+    def _read_buffer(self) -> bytearray:
+        if self._shared is None:
+            self._shared = bytearray(READ_BUFFER_SIZE)
+        return self._shared
 
     def get_buffer(self) -> memoryview:
-        if self._big is not None:
-            return memoryview(self._big)[self._big_pos :]
-        if self._end == len(self._buf):
-            pending = self._end - self._start
-            self._buf[:pending] = self._buf[self._start : self._end]
-            self._start, self._end = 0, pending
-        return self._view[self._end :]
+        if self.waiting_for_memory:
+            # The owner stopped reading; if one more read comes anyway, the frame goes ahead
+            # rather than lose bytes.
+            self._start_body(force=True)
+        body = self._body
+        if body is not None:
+            if self._filled == len(body):
+                body = self._grow(body)
+            return memoryview(body)[self._filled :]
+        buf = self._read_buffer()
+        head = self._head
+        if head:
+            buf[: len(head)] = head
+        return memoryview(buf)[len(head) :]
+
+    def _grow(self, body: bytearray) -> bytearray:
+        """Double the frame's buffer (up to its size): in place (realloc, zeros only where the
+        next reads land) unless a view of it is still alive (the event loop drops its view
+        after ``buffer_updated``), then into a copy."""
+        size = min(self._size, 2 * len(body))
+        try:
+            body += bytes(size - len(body))
+        except BufferError:
+            grown = bytearray(size)
+            grown[: self._filled] = body
+            self._body = body = grown
+        return body
 
     def buffer_updated(self, nbytes: int) -> list[bytes | bytearray]:
         """Account for ``nbytes`` received; return the frames now complete.
 
         Raises FrameError for a size prefix that is negative or above ``max_frame_size``.
         """
+        body = self._body
+        if body is not None:
+            self._filled += nbytes
+            if self._filled < self._size:
+                return []
+            self._body = None
+            self.reserved = 0
+            return [body]
+        buf = self._read_buffer()
+        end = len(self._head) + nbytes
+        self._head = b""
         frames: list[bytes | bytearray] = []
-        if self._big is not None:
-            self._big_pos += nbytes
-            if self._big_pos < len(self._big):
-                return frames
-            frames.append(self._big)
-            self._big = None
-            return frames
-        self._end += nbytes
-        buf, start, end = self._buf, self._start, self._end
-        while end - start >= 4:
-            size = int.from_bytes(buf[start : start + 4], "big", signed=True)
-            if size < 0 or size > self.max_frame_size:
-                raise FrameError(
-                    f"frame of {size} bytes exceeds the limit of {self.max_frame_size}"
-                    if size > 0
-                    else f"invalid frame size {size}"
-                )
-            have = end - start - 4
-            if have >= size:
-                frames.append(bytes(self._view[start + 4 : start + 4 + size]))
-                start += 4 + size
-                continue
-            if size > len(buf) - start - 4:
-                big = bytearray(size)
-                big[:have] = self._view[start + 4 : end]
-                self._big, self._big_pos = big, have
+        start = 0
+        with memoryview(buf) as view:
+            while end - start >= 4:
+                size = int.from_bytes(buf[start : start + 4], "big", signed=True)
+                if size < 0 or size > self.max_frame_size:
+                    raise FrameError(
+                        f"frame of {size} bytes exceeds the limit of {self.max_frame_size}"
+                        if size > 0
+                        else f"invalid frame size {size}"
+                    )
+                if end - start - 4 >= size:
+                    frames.append(bytes(view[start + 4 : start + 4 + size]))
+                    start += 4 + size
+                    continue
+                if 4 + size <= len(buf) // 4:
+                    # A small frame cut by the end of the read: carried to the front of
+                    # the next one, so that one read goes on serving many frames.
+                    break
+                self._head, self._size = bytes(view[start:end]), size
                 start = end
-            break
-        if start == end:
-            start = end = 0
-        self._start, self._end = start, end
+                self._start_body(force=size <= len(buf))
+            if start < end:
+                self._head = bytes(view[start:end])
+        if frames and self._reserve is not None:
+            self._reserve(sum(len(f) for f in frames), True)
         return frames
+
+    def _start_body(self, force: bool) -> None:
+        """Give the frame in ``_head`` its own buffer, if the pool lets it."""
+        size = self._size
+        if self._reserve is not None and not self._reserve(size, force):
+            self.waiting_for_memory = True
+            return
+        self.waiting_for_memory = False
+        self.reserved = size
+        have = len(self._head) - 4
+        body = bytearray(min(size, max(_FIRST_BODY_BYTES, 2 * have)))
+        body[:have] = memoryview(self._head)[4:]
+        self._body, self._filled, self._head = body, have, b""
+
+    def retry(self) -> bool:
+        """Ask the pool again for a waiting frame; True when reading may go on."""
+        if self.waiting_for_memory:
+            self._start_body(force=False)
+        return not self.waiting_for_memory
+
+    def discard(self) -> int:
+        """Drop the incomplete frame (the connection is gone); returns its reservation."""
+        reserved = self.reserved
+        self._head, self._body, self._filled, self._size = b"", None, 0, 0
+        self.reserved = 0
+        self.waiting_for_memory = False
+        return reserved

@@ -179,15 +179,14 @@ class _Reader:
             self.pos = pos + 1
             return byte
         result = 0
-        shift = 0
-        while True:
+        for shift in (0, 7, 14, 21, 28):  # 5 bytes at most, as Kafka reads them
             byte = data[pos]
             pos += 1
             result |= (byte & 0x7F) << shift
             if not byte & 0x80:
                 self.pos = pos
                 return result
-            shift += 7
+        raise ValueError("varint longer than 5 bytes")
 
     def int32(self) -> int:
         value = _INT32.unpack_from(self.data, self.pos)[0]
@@ -200,7 +199,15 @@ class _Reader:
         return int(value)
 
     def array_length(self, flexible: bool) -> int:
-        return self.uvarint() - 1 if flexible else self.int32()
+        """A non-nullable array's count, checked against the bytes that remain."""
+        count = self.uvarint() - 1 if flexible else self.int32()
+        if count < 0:
+            raise ValueError(f"array length {count} in a non-nullable array")
+        if count > len(self.data) - self.pos:
+            raise ValueError(
+                f"array of {count} elements but only {len(self.data) - self.pos} bytes remain"
+            )
+        return count
 
     def string(self, flexible: bool) -> str | None:
         if flexible:
@@ -271,7 +278,7 @@ def decode_produce_response(version: int, data: Buffer) -> ProduceResponse:
                 end = r.pos + size
                 if tag == 0 and version >= 10:
                     endpoints = []
-                    for _ in range(r.uvarint() - 1):
+                    for _ in range(r.array_length(True)):
                         node_id = r.int32()
                         host = r.string(True) or ""
                         port = r.int32()

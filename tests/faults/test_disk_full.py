@@ -208,12 +208,21 @@ def _errors_seen(recorder: Recorder) -> set[int]:
 
 
 # ---------------------------------------------------------------------- tests
+# brook.log.max.open.files=2: the appends to the three partitions take turns with two
+# descriptors, so the failing writes and their roll backs (or the failing fsyncs) go through
+# descriptors the pool has just reopened (or, for fsyncs, opened for the purpose).
+SMALL_POOL = pytest.mark.parametrize("max_open_files", ["-1", "2"], ids=["pool", "2-descriptors"])
+
+
+@SMALL_POOL
 def test_full_disk_acknowledges_nothing_after_the_failure_and_loses_nothing(
-    tmp_path: Path,
+    tmp_path: Path, max_open_files: str
 ) -> None:
     topic, partitions = "filled", 3
     with tmpfs(tmp_path / "disk", "4m") as disk:
-        broker = BrookProcess(disk, {"log.segment.bytes": "400000"})
+        broker = BrookProcess(
+            disk, {"log.segment.bytes": "400000", "brook.log.max.open.files": max_open_files}
+        )
         with broker:
             with RawClient(broker.bootstrap) as c:
                 create_topic(c, topic, partitions=partitions)
@@ -395,14 +404,18 @@ def test_filesystem_turning_read_only_under_the_broker(tmp_path: Path) -> None:
             _check_after_restart(broker, topic, partitions, recorder.acked)
 
 
-def test_fsync_failing_with_eio(tmp_path: Path) -> None:
+@SMALL_POOL
+def test_fsync_failing_with_eio(tmp_path: Path, max_open_files: str) -> None:
     """flush.messages=1: each acknowledgement waits for an fsync; when writeback fails (EIO)
     the produce is refused, and so is everything after it."""
     topic, partitions = "unsynced", 2
     with tmpfs(tmp_path / "backing", "12m") as backing:
         image, mnt = backing / "ext4.img", tmp_path / "mnt"
         with ext4(image, mnt, "64M"):
-            broker = BrookProcess(mnt / "data", {"log.flush.interval.messages": "1"})
+            broker = BrookProcess(
+                mnt / "data",
+                {"log.flush.interval.messages": "1", "brook.log.max.open.files": max_open_files},
+            )
             broker.log_path = tmp_path / "broker.log"
             with broker:
                 with RawClient(broker.bootstrap) as c:

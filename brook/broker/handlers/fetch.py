@@ -7,7 +7,8 @@ partition error answers at once. The first partition with data always returns at
 whole batch (KIP-74), later ones stop at the response's ``max_bytes`` (capped by the broker's
 ``fetch.max.bytes``). Errors 6 and 74 carry
 the leader hint and the leader's endpoint for v16+ (KIP-951). v13+ names topics by id.
-Stored batches go to the socket as they are (brook.protocol.fetch_codec).
+Stored batches go to the socket as they are (brook.protocol.fetch_codec); large reads as
+``StoredSpan``s that the connection reads from the segment as the socket drains.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections.abc import Sized
 from typing import TYPE_CHECKING, Any
 
 from brook.protocol.api import ApiKey
@@ -188,6 +190,7 @@ class _Fetch:
                 min(fp.max_bytes, budget),
                 for_follower=self.is_follower,
                 min_one_batch=min_one,
+                spans=True,
             )
         except KafkaError as exc:
             result.error_code = exc.code
@@ -210,7 +213,7 @@ class _Fetch:
 
     async def long_poll(
         self, min_bytes: int, max_wait_ms: int, read_committed: bool
-    ) -> list[bytes]:
+    ) -> list[Sized]:
         deadline = time.monotonic() + max_wait_ms / 1000
         loop = asyncio.get_running_loop()
         while True:
@@ -235,7 +238,7 @@ class _Fetch:
         self.read(again=True)
         return self.response(read_committed)
 
-    def response(self, read_committed: bool) -> list[bytes]:
+    def response(self, read_committed: bool) -> list[Sized]:
         data = self.session.build_response(self.results)
         version = self.ctx.api_version
         topics: list[tuple[str | uuid.UUID, list[tuple[int, PartitionResult]]]] = []

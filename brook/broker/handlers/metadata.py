@@ -32,6 +32,12 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any] | Awaitable[dict
     topics = request.topics
     if ctx.api_version == 0 and not topics:
         topics = None
+    if (
+        topics is not None
+        and 10 <= ctx.api_version < 12
+        and any(t.name is None or t.topic_id not in (None, ZERO_UUID) for t in topics)
+    ):
+        return _invalid_request(ctx, topics)
     allow_create = ctx.api_version < 4 or bool(request.allow_auto_topic_creation)
     if topics is not None and allow_create and broker.config["auto.create.topics.enable"]:
         missing = [
@@ -45,6 +51,31 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any] | Awaitable[dict
         if missing:
             return _after_creating(ctx, request, topics, missing)
     return _response(ctx, request, topics)
+
+
+def _invalid_request(ctx: RequestContext, topics: Any) -> dict[str, Any]:
+    """v10-11 carry topic ids but cannot look topics up by them: Kafka refuses a null name or
+    a topic id there with INVALID_REQUEST on every topic (MetadataRequest.getErrorResponse,
+    which names a null topic "")."""
+    return {
+        "throttle_time": 0,
+        "brokers": (),
+        "cluster_id": None,
+        "controller_id": -1,
+        "topics": [
+            {
+                "error_code": Errors.INVALID_REQUEST,
+                "name": t.name or "",
+                "topic_id": t.topic_id or ZERO_UUID,
+                "is_internal": False,
+                "partitions": (),
+                "topic_authorized_operations": INT32_MIN,
+            }
+            for t in topics
+        ],
+        "cluster_authorized_operations": INT32_MIN,
+        "error_code": Errors.NONE,
+    }
 
 
 async def _after_creating(

@@ -32,6 +32,8 @@ from ..partition import Partition
 from ..registry import RequestContext, handler
 from .common import leader_hint
 
+ZERO_UUID = uuid.UUID(int=0)
+
 
 @handler(ApiKey.PRODUCE, (3, 13), advertised_min=0)
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -46,8 +48,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     any_error = False
     for topic_data in request.topic_data:
         if version >= 13:
-            key: str | uuid.UUID = topic_data.topic_id
-            info = broker.image.topics_by_id.get(topic_data.topic_id)
+            # kio reads the all-zero id as None; Kafka answers it UNKNOWN_TOPIC_ID like any
+            # id it does not know, and the response names it as sent.
+            key: str | uuid.UUID = topic_data.topic_id or ZERO_UUID
+            info = broker.image.topics_by_id.get(key)
             name = info.name if info else None
         else:
             key = name = topic_data.name

@@ -176,3 +176,14 @@ def test_plaintext_listeners_under_any_name_and_a_quorum_of_itself() -> None:
         }
     )
     assert node_id(cfg) == 4
+
+
+def test_queued_max_request_bytes_is_bounded_by_default_and_checked_as_kafka_does() -> None:
+    assert parse_server_config({})["queued.max.request.bytes"] == 256 * 1024 * 1024
+    assert parse_server_config({"queued.max.request.bytes": "-1"})["queued.max.request.bytes"] == -1
+    ok = {"queued.max.request.bytes": "1048576", "socket.request.max.bytes": "1048576"}
+    assert parse_server_config(ok)["queued.max.request.bytes"] == 1048576
+    with pytest.raises(ConfigError, match=r"queued\.max\.request\.bytes.*socket\.request\.max"):
+        parse_server_config({"queued.max.request.bytes": "1000"})
+    with pytest.raises(ConfigError, match=r"queued\.max\.request\.bytes"):
+        parse_server_config({"socket.request.max.bytes": str(512 * 1024 * 1024)})

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import resource
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,3 +40,31 @@ def open_log(tmp_path: Path) -> Iterator[Callable[..., PartitionLog]]:
     yield factory
     for plog in opened:
         plog.close_files()
+
+
+@contextlib.contextmanager
+def _descriptors_exhausted() -> Iterator[None]:
+    """Every descriptor the process may open is taken (RLIMIT_NOFILE lowered to what is open
+    plus a few, those few held on /dev/null), as when clients hold them all; each open then
+    fails with EMFILE. The limit and the descriptors are given back on exit."""
+    limits = resource.getrlimit(resource.RLIMIT_NOFILE)
+    used = len(os.listdir("/proc/self/fd"))
+    held: list[int] = []
+    resource.setrlimit(resource.RLIMIT_NOFILE, (used + 8, limits[1]))
+    try:
+        while True:
+            try:
+                held.append(os.open(os.devnull, os.O_RDONLY))
+            except OSError:
+                break
+        yield
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, limits)
+
+
+@pytest.fixture
+def out_of_descriptors() -> Callable[[], contextlib.AbstractContextManager[None]]:
+    """A context in which the process has no descriptor left (see _descriptors_exhausted)."""
+    return _descriptors_exhausted

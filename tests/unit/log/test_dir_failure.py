@@ -6,6 +6,7 @@ indexes, producer snapshots, the leader-epoch checkpoint, and for fsync (EIO).""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 from collections.abc import Callable
@@ -15,13 +16,16 @@ import pytest
 
 from brook.log.config import LogConfig
 from brook.log.dir_failure import LogDirFailureChannel
+from brook.log.file_pool import FilePool
 from brook.log.log import PartitionLog
+from brook.log.segment import LogSegment, segment_path
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.records import build_simple_batch, iter_records
 
 NOW = 1_700_000_000_000
 OpenLog = Callable[..., PartitionLog]
 MakeConfig = Callable[..., LogConfig]
+Exhausted = Callable[[], contextlib.AbstractContextManager[None]]
 
 
 def _batch(tag: str, count: int = 3) -> bytes:
@@ -133,7 +137,8 @@ def test_any_file_of_the_log_failing_undoes_the_batch(
         return real_open(path, flags, mode)
 
     def write(fd: int, data: bytes) -> int:
-        if target == ".index" and fd == plog.segments()[-1].offset_index._fd:
+        index = plog.segments()[-1].offset_index.path
+        if target == ".index" and os.readlink(f"/proc/self/fd/{fd}") == str(index):
             real_write(fd, bytes(data)[:3])  # a torn entry
             raise _error()
         return real_write(fd, data)
@@ -206,3 +211,122 @@ def test_the_channel_tells_its_handler_once_per_directory(tmp_path: Path) -> Non
     assert channel.is_offline(a) and channel.is_offline(b)
     assert not channel.is_offline(tmp_path / "c")
     assert sorted(channel.offline_dirs()) == [a, b]
+
+
+def _release_descriptors(plog: PartitionLog) -> None:
+    for segment in plog.segments():
+        segment.release_files()
+
+
+def test_out_of_descriptors_is_not_a_failure_of_the_directory(
+    open_log: OpenLog, out_of_descriptors: Exhausted
+) -> None:
+    """EMFILE when a segment file is reopened (clients hold every descriptor, the pool has
+    none of its own left to close) fails the request but leaves the directory online: once
+    descriptors are free again, the log goes on where it was."""
+    pool = FilePool(8)
+    plog = open_log(files=pool)
+    for tag in ("a", "b"):
+        plog.append_as_leader(_batch(tag), 0, NOW)
+    end = plog.log_end_offset
+    _release_descriptors(plog)
+    assert pool.open_count == 0
+    with out_of_descriptors():
+        appended = _storage_error(lambda: plog.append_as_leader(_batch("c"), 0, NOW))
+        read = _storage_error(lambda: plog.read(0, 1000))
+        flushed = _storage_error(plog.flush)  # its fsyncs need a descriptor too
+    for error in (appended, read, flushed):
+        assert os.strerror(errno.EMFILE) in str(error)
+    assert not plog.failures.is_offline(plog.log_dir)
+    assert plog.log_end_offset == end and plog.recovery_point == 0
+    assert plog.append_as_leader(_batch("c"), 0, NOW).first_offset == end
+    plog.flush()  # the flush that could not run is done by the next one
+    assert plog.recovery_point == plog.log_end_offset
+    values = [f"{t}-{i}".encode() * 20 for t in "abc" for i in range(3)]
+    assert _values(plog) == values
+    plog.close()
+    assert _values(open_log(had_clean_shutdown=True, files=pool)) == values
+
+
+def test_a_pooled_file_in_an_offline_directory_is_neither_reopened_nor_created(
+    open_log: OpenLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once one log's failure takes the directory offline, the pool opens nothing there
+    again for any log: not a descriptor it had closed, not a sync's spare one, not the file
+    of a new segment."""
+    channel = LogDirFailureChannel()
+    pool = FilePool(8, failures=channel)
+    failing = open_log("a-0", files=pool, failures=channel)
+    other = open_log("b-0", files=pool, failures=channel)
+    for plog in (failing, other):
+        plog.append_as_leader(_batch("x"), 0, NOW)
+    _release_descriptors(other)  # unflushed, its descriptors closed
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "writev", _raise(_error()))
+        _storage_error(lambda: failing.append_as_leader(_batch("y"), 0, NOW))
+    assert channel.is_offline(other.log_dir)
+    opens = pool.opens
+    segment = other.segments()[-1]
+    for call in (
+        lambda: segment.read(0, 1000, None, True),
+        segment.flush,
+        lambda: LogSegment(
+            other.dir, 100, index_interval_bytes=0, max_index_size=4096, create=True, files=pool
+        ),
+    ):
+        assert "offline log directory" in str(_storage_error(call))
+    assert pool.opens == opens
+    assert not segment_path(other.dir, 100, ".log").exists()
+    assert "offline log directory" in str(_storage_error(other.flush))
+
+
+def test_a_failed_append_that_cannot_be_cut_back_takes_the_directory_offline(
+    open_log: OpenLog, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Out of descriptors between the batch's write and its index entry, and still out of
+    them for the roll back: the log file ends with a batch the log does not count, and
+    later appends would land after it. That leaves the directory offline after all."""
+    pool = FilePool(1)  # the index's reopening closes the log file's descriptor
+    plog = open_log(config=make_config(index_interval_bytes=0), files=pool)
+    plog.append_as_leader(_batch("a"), 0, NOW)
+    end = plog.log_end_offset
+    real_open = os.open
+
+    def open_(path: str | Path, flags: int, mode: int = 0o777) -> int:
+        if str(path).endswith((".index", ".log")):
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE), str(path))
+        return real_open(path, flags, mode)
+
+    segment = plog.segments()[-1]
+    segment.offset_index.release()
+    assert segment._fd >= 0  # the log file holds the pool's one descriptor, the index none
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "open", open_)
+        error = _storage_error(lambda: plog.append_as_leader(_batch("b"), 0, NOW))
+    assert "could not be cut back" in str(error)
+    assert plog.failures.is_offline(plog.log_dir)
+    assert plog.log_end_offset == end
+    plog.close_files()
+    reopened = open_log(config=make_config(index_interval_bytes=0), had_clean_shutdown=False)
+    # recovery finds whole batches only; the second was never acknowledged
+    assert _values(reopened)[:3] == [f"a-{i}".encode() * 20 for i in range(3)]
+
+
+def test_the_channel_keeps_a_directory_online_when_descriptors_run_out(tmp_path: Path) -> None:
+    channel = LogDirFailureChannel()
+    told: list[Path] = []
+    channel.set_handler(told.append)
+    for code in (errno.EMFILE, errno.ENFILE):
+        error = channel.fail(tmp_path, "writing x", _error(code))
+        assert error.code == Errors.KAFKA_STORAGE_ERROR and os.strerror(code) in str(error)
+    assert told == [] and not channel.is_offline(tmp_path)
+    channel.check(tmp_path / "t-0" / "00000000000000000000.log")  # nothing offline: no error
+    channel.fail(tmp_path, "writing y", _error(errno.EIO))
+    assert told == [tmp_path]
+    with pytest.raises(KafkaError) as info:
+        channel.check(tmp_path / "t-0" / "00000000000000000000.log")
+    assert str(info.value) == (
+        f"KAFKA_STORAGE_ERROR: t-0/00000000000000000000.log is in an offline log directory "
+        f"{tmp_path}"
+    )
+    channel.check(tmp_path.parent / "elsewhere" / "t-0" / "x.log")

@@ -13,6 +13,7 @@ import pytest
 from crc32c import crc32c
 
 from brook.log.config import LogConfig
+from brook.log.file_pool import FilePool
 from brook.log.log import PartitionLog, parse_topic_partition
 from brook.protocol.batch import CONTROL_BIT, read_header
 from brook.protocol.errors import Errors, KafkaError
@@ -610,6 +611,64 @@ def test_close_and_reopen(open_log: OpenLog, make_config: MakeConfig) -> None:
     with pytest.raises(KafkaError) as info:
         open_log(config=config, topic_id=uuid.uuid4(), had_clean_shutdown=True)
     assert info.value.code == Errors.INCONSISTENT_TOPIC_ID
+
+
+def test_a_pool_of_one_descriptor_serves_every_segment(
+    open_log: OpenLog, make_config: MakeConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Segment files closed by the pool reopen on use; the flush fsyncs the ones written
+    since their last fsync, reopening those the pool closed in between."""
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    pool = FilePool(1)
+    config = make_config(segment_bytes=400, index_interval_bytes=100)
+    logs = [open_log(f"t-{i}", config=config, files=pool) for i in range(3)]
+    for _ in range(12):
+        for plog in logs:  # round robin: each append reopens its active segment
+            plog.append_as_leader(_batch(2), 0, NOW)
+    assert pool.open_count == 1 and all(len(plog.segments()) > 2 for plog in logs)
+    first = logs[0]
+    first.flush()
+    assert first.recovery_point == first.log_end_offset == 24
+    for segment in first.segments():
+        assert str(segment.log_path) in synced
+        assert str(segment.offset_index.path) in synced
+    synced.clear()
+    first.flush()
+    assert synced == []
+    for plog in logs:
+        assert _all_offsets(plog) == list(range(24))
+    for plog in logs:
+        plog.close()
+    assert pool.open_count == 0 and pool.file_count == 0
+    reopened = open_log("t-1", config=config, had_clean_shutdown=True, files=pool)
+    assert _all_offsets(reopened) == list(range(24))
+
+
+def test_close_takes_a_producer_snapshot_only_past_the_latest_one(
+    open_log: OpenLog, make_config: MakeConfig, tmp_path: Path
+) -> None:
+    """As Kafka: an empty log at 0 needs none, and neither does a log closed again at the
+    offset of its latest snapshot (thousands of logs close in a clean shutdown)."""
+    empty = open_log("empty-0")
+    empty.close()
+    assert not list((tmp_path / "empty-0").glob("*.snapshot"))
+    plog = open_log("full-0", config=make_config(segment_bytes=10**6))
+    for _ in range(3):
+        plog.append_as_leader(_batch(2), 0, NOW)
+    plog.close()
+    snapshot = tmp_path / "full-0" / "00000000000000000006.snapshot"
+    written = snapshot.stat().st_mtime_ns
+    again = open_log("full-0", had_clean_shutdown=True)
+    again.close()
+    assert snapshot.stat().st_mtime_ns == written
+    assert [p.name for p in (tmp_path / "full-0").glob("*.snapshot")] == [snapshot.name]
 
 
 def test_delete_removes_the_directory(open_log: OpenLog, tmp_path: Path) -> None:

@@ -3,6 +3,7 @@ meta.properties, retention and flush scheduling."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -19,6 +20,7 @@ from brook.protocol.records import build_simple_batch
 
 NOW = 1_700_000_000_000
 MakeConfig = Callable[..., LogConfig]
+Exhausted = Callable[[], contextlib.AbstractContextManager[None]]
 
 
 class Clock:
@@ -291,4 +293,190 @@ def test_stray_logs_with_data_are_moved_aside_and_empty_ones_deleted(
     again = _manager(tmp_path)
     again.startup()  # a "-stray" directory is not a log
     assert list(again.logs()) == [] and aside.exists()
+    again.shutdown()
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_logs_hold_at_most_max_open_files_descriptors(
+    tmp_path: Path, make_config: MakeConfig
+) -> None:
+    """Three files a segment, many segments: the node's descriptors stay within the pool's
+    capacity however many logs it hosts, through startup, appends, reads and shutdown."""
+    config = make_config(segment_bytes=1000)
+    before = _open_descriptors()
+    manager = LogManager(
+        [str(tmp_path / "d")], {"segment.bytes": 1000}, now_ms=Clock(), max_open_files=4
+    )
+    manager.startup()
+    for p in range(40):
+        manager.get_or_create_log("t", p, config)
+        _append(manager, "t", p, 8)  # rolls: several segments each
+    assert _open_descriptors() - before <= 4
+    manager.shutdown()
+    assert _open_descriptors() == before
+
+    again = LogManager(
+        [str(tmp_path / "d")],
+        {"segment.bytes": 1000},
+        now_ms=Clock(),
+        max_open_files=4,
+        recovery_threads_per_dir=3,
+    )
+    again.startup()
+    assert _open_descriptors() - before <= 4
+    for p in range(40):
+        plog = again.get_log("t", p)
+        assert plog is not None and len(plog.segments()) > 2
+        assert plog.read(0, 1 << 20).records  # reopens the oldest segment's file
+        assert plog.recovery_point == plog.log_end_offset == 16
+    again.shutdown()  # flushed on three threads
+    assert _open_descriptors() == before
+    assert (tmp_path / "d" / ".kafka_cleanshutdown").exists()
+
+
+def _descriptors_under(directory: Path) -> list[str]:
+    """The files under ``directory`` this process holds a descriptor on."""
+    targets = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            targets.append(os.readlink(f"/proc/self/fd/{fd}"))
+    return [t for t in targets if t.startswith(f"{directory}{os.sep}")]
+
+
+def test_a_directory_that_fails_to_load_keeps_no_descriptor(
+    tmp_path: Path, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log whose loading fails after its segments were opened (its leader-epoch checkpoint
+    cannot be rewritten) gives every pooled file back, as do the logs of the directory that
+    loaded before it: nothing in the failed directory stays open, and the pool counts only
+    the files of the logs that loaded."""
+    manager = _manager(tmp_path, dirs=2)
+    manager.startup()
+    for p in range(6):
+        manager.get_or_create_log("t", p, make_config(segment_bytes=1000))
+        _append(manager, "t", p, 8)  # several segments each
+    failed = manager.log_dirs[0]
+    last = sorted(p.name for p in failed.iterdir() if p.is_dir())[-1]
+    manager.shutdown()
+    (failed / last / "leader-epoch-checkpoint").write_text("garbled\n")  # rebuilt at load
+    loading = _manager(tmp_path, dirs=2)
+    with monkeypatch.context() as patch:
+        _fail_opening(patch, f"{last}{os.sep}leader-epoch-checkpoint.tmp", errno.EIO)
+        loading.startup()
+    assert loading.failures.is_offline(failed)
+    assert all(plog.log_dir == manager.log_dirs[1] for plog in loading.logs())
+    assert _descriptors_under(failed) == []
+    assert loading.files.file_count == 3 * sum(len(p.segments()) for p in loading.logs())
+    loading.shutdown()
+    assert loading.files.file_count == 0 and loading.files.open_count == 0
+
+
+def test_shutdown_flushes_on_threads_and_leaves_a_failed_directory_to_recovery(
+    tmp_path: Path, make_config: MakeConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One log's fsync fails on a flush thread at shutdown: its directory goes offline, the
+    other logs there are not counted as flushed (no checkpoint, no clean-shutdown marker
+    there), the other directory shuts down cleanly, and every file is closed."""
+    manager = LogManager(
+        [str(tmp_path / "d0"), str(tmp_path / "d1")],
+        {"segment.bytes": 1000},
+        now_ms=Clock(),
+        recovery_threads_per_dir=2,
+    )
+    manager.startup()
+    for p in range(8):
+        manager.get_or_create_log("t", p, make_config())
+        _append(manager, "t", p, 3)
+    failed, healthy = manager.log_dirs
+    victim = sorted(p.name for p in failed.iterdir() if p.is_dir())[0]
+    victim_log = str(failed / victim / "00000000000000000000.log")
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}") == victim_log:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real_fsync(fd)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "fsync", fsync)
+        manager.shutdown()
+    assert manager.failures.offline_dirs().keys() == {failed}
+    assert not (failed / ".kafka_cleanshutdown").exists()
+    assert not (failed / "recovery-point-offset-checkpoint").exists()
+    assert (healthy / ".kafka_cleanshutdown").exists()
+    assert manager.files.file_count == 0 and manager.files.open_count == 0
+    assert _descriptors_under(tmp_path) == []
+
+    again = _manager(tmp_path, dirs=2)
+    again.startup()  # the failed directory is recovered, as after a crash
+    assert sorted(p.partition for p in again.logs()) == list(range(8))
+    assert all(p.log_end_offset == 6 for p in again.logs())
+    again.shutdown()
+
+
+def test_out_of_descriptors_keeps_the_directories_online(
+    tmp_path: Path,
+    make_config: MakeConfig,
+    out_of_descriptors: Exhausted,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """EMFILE is the process's shortage, not a disk's: a checkpoint or a new log that cannot
+    get a descriptor fails and the directory stays online. The log created once descriptors
+    are back fsyncs its directory entry, whatever the failed attempt left."""
+    manager = _manager(tmp_path)
+    manager.startup()
+    manager.get_or_create_log("t", 0, make_config())
+    _append(manager, "t", 0, 2)
+    directory = manager.log_dirs[0]
+    with out_of_descriptors():
+        manager.write_high_watermarks({("t", 0): 4})
+        manager.write_recovery_checkpoints()
+        with pytest.raises(KafkaError) as info:
+            manager.get_or_create_log("new", 0, make_config(), uuid.uuid4())
+    assert info.value.code == Errors.KAFKA_STORAGE_ERROR
+    assert os.strerror(errno.EMFILE) in str(info.value)
+    assert manager.online_dirs() == [directory]
+    assert manager.get_log("new", 0) is None
+    manager.write_high_watermarks({("t", 0): 4})
+    assert manager.read_high_watermarks() == {("t", 0): 4}
+    created = manager.get_or_create_log("new", 0, make_config(), uuid.uuid4())
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real_fsync(fd)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "fsync", fsync)
+        created.flush()
+    assert str(directory) in synced and str(created.dir) in synced
+    manager.shutdown()
+    assert (directory / ".kafka_cleanshutdown").exists()
+
+
+def test_out_of_descriptors_at_startup_refuses_to_start(
+    tmp_path: Path, make_config: MakeConfig, out_of_descriptors: Exhausted
+) -> None:
+    """A node that cannot open its logs for want of descriptors does not start with a
+    directory offline (and its partitions unserved): it refuses to start, naming the limit."""
+    manager = _manager(tmp_path)
+    manager.startup()
+    manager.get_or_create_log("t", 0, make_config())
+    _append(manager, "t", 0, 2)
+    manager.shutdown()
+    loading = _manager(tmp_path)
+    with out_of_descriptors(), pytest.raises(OSError) as info:
+        loading.startup()
+    assert info.value.errno == errno.EMFILE
+    assert "open files" in str(info.value) and str(loading.log_dirs[0]) in str(info.value)
+    assert loading.failures.offline_dirs() == {}
+    assert loading.files.file_count == 0
+    again = _manager(tmp_path)
+    again.startup()  # recovered, the marker having gone with the failed start
+    plog = again.get_log("t", 0)
+    assert plog is not None and plog.log_end_offset == 4
     again.shutdown()

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from brook.log.config import LogConfig
+from brook.log.file_pool import FilePool
 from brook.log.offset_index import CorruptIndexError
 from brook.log.segment import CorruptSegmentError, LogSegment, segment_path
+from brook.log.span import SpanGone, StoredSpan
 from brook.protocol.batch import BatchHeader, read_header
 from brook.protocol.records import build_batch, encode_record, iter_records
 
@@ -118,6 +120,46 @@ def test_large_reads_use_the_index(tmp_path: Path) -> None:
             assert nxt == BASE + 4 * (start + whole)
             data, nxt = segment.read(start * size, max_bytes, BASE + 4 * (start + 5) + 1, True)
             assert data == b"".join(written[start : start + min(5, whole)])
+
+
+def _span_bytes(span: StoredSpan, chunk: int) -> bytes:
+    return b"".join(
+        span.read(pos, min(chunk, len(span) - pos)) for pos in range(0, len(span), chunk)
+    )
+
+
+def test_large_reads_for_fetch_responses_are_spans_of_the_same_bytes(tmp_path: Path) -> None:
+    segment = _segment(tmp_path, interval=4096)
+    _fill(segment, 400, count=4)  # about 200 bytes a batch
+    for position, max_bytes, max_offset in ((0, 10**7, None), (0, 50_000, None), (0, 10**7, 900)):
+        plain = segment.read(position, max_bytes, max_offset, True)
+        spanned = segment.read(position, max_bytes, max_offset, True, spans=True)
+        assert isinstance(spanned[0], StoredSpan) and spanned[1] == plain[1]
+        assert len(spanned[0]) == len(plain[0]) > 32 * 1024
+        assert _span_bytes(spanned[0], 7000) == plain[0]
+    # Small reads are read at once, as before.
+    small, _ = segment.read(0, 2000, None, True, spans=True)
+    assert isinstance(small, bytes) and small == segment.read(0, 2000, None, True)[0]
+
+
+def test_a_span_is_gone_once_its_segment_is_truncated_or_closed(tmp_path: Path) -> None:
+    segment = _segment(tmp_path)
+    _fill(segment, 400, count=4)
+    span, _ = segment.read(0, 10**7, None, True, spans=True)
+    assert isinstance(span, StoredSpan)
+    assert span.read(0, 100) == segment.read_batch(0, read_header(span.read(0, 61)))[:100]
+    segment.truncate_to(BASE + 1200, 0)
+    while segment.size < len(span):  # the same positions again, holding other bytes
+        other = _batch(segment.next_offset, 4, size=30)
+        header = read_header(other)
+        segment.append([other], len(other), header.last_offset, header.max_timestamp)
+    with pytest.raises(SpanGone):
+        span.read(0, 100)
+    again, _ = segment.read(0, 10**7, None, True, spans=True)
+    assert isinstance(again, StoredSpan)
+    segment.close()
+    with pytest.raises(SpanGone):
+        again.read(0, 100)
 
 
 def test_timestamp_lookups(tmp_path: Path) -> None:
@@ -306,6 +348,11 @@ def test_a_write_cut_short_is_rolled_back(
     assert reopened.next_offset == h.next_offset
 
 
+def _is_file(fd: int, path: Path) -> bool:
+    """Whether ``fd`` is open on ``path`` (pooled descriptors change between uses)."""
+    return os.readlink(f"/proc/self/fd/{fd}") == str(path)
+
+
 def test_a_failed_index_write_rolls_the_batch_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -314,11 +361,10 @@ def test_a_failed_index_write_rolls_the_batch_back(
     size, entries = segment.size, len(segment.offset_index)
     index_path = segment_path(tmp_path, BASE, ".index")
     index_size = index_path.stat().st_size
-    index_fd = segment.offset_index._fd
     real_write = os.write
 
     def write(fd: int, data: bytes) -> int:
-        if fd == index_fd:
+        if _is_file(fd, index_path):
             real_write(fd, bytes(data)[:3])  # a torn entry, then the disk is full
             raise _no_space()
         return real_write(fd, data)
@@ -334,3 +380,127 @@ def test_a_failed_index_write_rolls_the_batch_back(
     assert index_path.stat().st_size == index_size
     segment.close()
     _segment(tmp_path, create=False).load()  # no torn index, no stray batch
+
+
+def _append_one(segment: LogSegment) -> bytes:
+    data = _batch(segment.next_offset)
+    header = read_header(data)
+    segment.append([data], len(data), header.last_offset, header.max_timestamp)
+    return data
+
+
+def test_a_segment_whose_descriptors_were_closed_reopens_them(tmp_path: Path) -> None:
+    """The pool may close an active segment's files between appends: the next append, read
+    or lookup reopens them, appending at the end and never truncating."""
+    pool = FilePool(1)
+    segment = _segment(tmp_path, interval=1, files=pool)
+    other = _segment(tmp_path / "other", interval=1, files=pool)
+    written = []
+    for _ in range(4):
+        written.append(_append_one(segment))
+        _append_one(other)  # takes the pool's one descriptor
+    assert pool.open_count == 1 and len(segment.offset_index) == 3
+    assert segment.read(0, 10**6, None, True)[0] == b"".join(written)
+    found = segment.find_batch(segment.next_offset - 1)
+    assert found is not None and found[1].last_offset == segment.next_offset - 1
+    segment.flush()
+    segment.close()
+    other.close()
+    reloaded = _segment(tmp_path, create=False, files=pool)
+    reloaded.load()
+    assert reloaded.next_offset == segment.next_offset and reloaded.size == segment.size
+    assert len(reloaded.offset_index) == 3
+
+
+@pytest.mark.parametrize("short", [False, True])
+def test_a_full_disk_on_a_segment_whose_descriptors_the_pool_closed_is_rolled_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, short: bool
+) -> None:
+    """The append reopens the log file, the disk fills up halfway through the batch, and the
+    roll back cuts the log file and both indexes through descriptors the pool reopens."""
+    pool = FilePool(2)
+    segment = _segment(tmp_path, files=pool)  # interval 0: every batch adds index entries
+    written = _fill(segment, 3)
+    segment.flush()
+    index_path = segment_path(tmp_path, BASE, ".index")
+    sizes = {p: p.stat().st_size for p in (segment.log_path, index_path)}
+    before = (segment.size, segment.next_offset, len(segment.offset_index))
+    segment.release_files()
+    assert pool.open_count == 0
+    data = _batch(segment.next_offset, ts=5000)
+    header = read_header(data)
+    with monkeypatch.context() as patch:
+        _torn_writev(patch, len(data) // 2, short=short)
+        with pytest.raises(OSError) as failed:
+            segment.append([data], len(data), header.last_offset, header.max_timestamp)
+    assert failed.value.errno == errno.ENOSPC
+    assert (segment.size, segment.next_offset, len(segment.offset_index)) == before
+    assert {p: p.stat().st_size for p in sizes} == sizes  # the torn half is cut off
+    assert pool.open_count <= 2
+    # room again: the next batch lands where the segment thinks its end is
+    later = _append_one(segment)
+    segment.release_files()
+    assert segment.read(0, 10**6, None, True)[0] == b"".join([*written, later])
+    segment.close()
+    assert pool.file_count == 0
+    reopened = _segment(tmp_path, create=False, files=pool)
+    reopened.load()  # indexes and the end check out without recovery
+    assert reopened.next_offset == read_header(later).next_offset
+    reopened.close()
+
+
+def test_a_failed_write_to_an_index_the_pool_closed_is_rolled_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index entry's write reopens the index file and fails torn: the index is cut back
+    through that reopened descriptor, and the log file through its own."""
+    pool = FilePool(1)  # the index's reopening closes the log file's descriptor
+    segment = _segment(tmp_path, files=pool)
+    _fill(segment, 2)
+    index_path = segment_path(tmp_path, BASE, ".index")
+    size, entries, index_size = segment.size, len(segment.offset_index), index_path.stat().st_size
+    segment.release_files()
+    real_write = os.write
+
+    def write(fd: int, data: bytes) -> int:
+        if _is_file(fd, index_path):
+            real_write(fd, bytes(data)[:3])  # a torn entry, then the disk is full
+            raise _no_space()
+        return real_write(fd, data)
+
+    data = _batch(segment.next_offset)
+    header = read_header(data)
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "write", write)
+        with pytest.raises(OSError):
+            segment.append([data], len(data), header.last_offset, header.max_timestamp)
+    assert (segment.size, len(segment.offset_index)) == (size, entries)
+    assert segment.log_path.stat().st_size == size
+    assert index_path.stat().st_size == index_size
+    segment.close()
+    _segment(tmp_path, create=False, files=pool).load()  # no torn index, no stray batch
+
+
+def test_a_segment_that_cannot_open_its_time_index_gives_its_files_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new segment (a roll) whose .timeindex cannot be opened: the .log and .index files
+    it had opened go back to the pool rather than hold descriptors nobody will close."""
+    pool = FilePool(8)
+    real_open = os.open
+
+    def open_(path: str | Path, flags: int, mode: int = 0o777) -> int:
+        if str(path).endswith(".timeindex"):
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE), str(path))
+        return real_open(path, flags, mode)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "open", open_)
+        with pytest.raises(OSError) as failed:
+            _segment(tmp_path, files=pool)
+    assert failed.value.errno == errno.EMFILE
+    assert pool.file_count == 0 and pool.open_count == 0
+    segment = _segment(tmp_path, files=pool)  # descriptors back: the roll succeeds
+    _append_one(segment)
+    segment.close()
+    assert pool.file_count == 0

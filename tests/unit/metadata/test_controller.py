@@ -8,7 +8,13 @@ import uuid
 import pytest
 
 from brook.config.server import parse_server_config
-from brook.metadata.controller import ConfigOp, Controller, CreateTopicSpec, OpType
+from brook.metadata.controller import (
+    MAX_PARTITIONS_PER_BATCH,
+    ConfigOp,
+    Controller,
+    CreateTopicSpec,
+    OpType,
+)
 from brook.metadata.image import MetadataImage
 from brook.metadata.records import (
     ConfigResourceType,
@@ -226,6 +232,46 @@ def test_elections_and_reassignments() -> None:
     assert info is not None and set(info.replicas) == {1, 2} and not info.adding_replicas
 
 
+def test_max_broker_partitions_refuses_what_a_broker_cannot_host() -> None:
+    """KIP-578's per-broker limit, with Kafka's policy error: counted over every topic
+    (internal ones too) and over the request's earlier topics; a refused topic writes no
+    record, validate_only included."""
+    c = _cluster(1, **{"max.broker.partitions": "10"})
+    _commit(c, c.create_topics([CreateTopicSpec("__consumer_offsets", num_partitions=3)]))
+    d = c.create_topics(
+        [
+            CreateTopicSpec("fits", num_partitions=5),
+            CreateTopicSpec("too-many", num_partitions=3),
+            CreateTopicSpec("still-fits", num_partitions=2),
+        ]
+    )
+    codes = [r.error_code for r in d.results]
+    assert codes == [Errors.NONE, Errors.POLICY_VIOLATION, Errors.NONE]
+    message = d.results[1].error_message
+    assert "max.broker.partitions=10" in message and "hosts 8" in message
+    _commit(c, d)
+    assert "too-many" not in c.image.topics and len(c.image.topics["still-fits"].partitions) == 2
+    full = c.create_topics([CreateTopicSpec("one-more", num_partitions=1)], validate_only=True)
+    assert full.results[0].error_code == Errors.POLICY_VIOLATION and not full.records
+    grown = c.create_partitions([("fits", 6, None)])
+    assert grown.results[0].error_code == Errors.POLICY_VIOLATION and not grown.records
+
+
+def test_max_broker_partitions_is_per_broker() -> None:
+    c = _cluster(2, **{"max.broker.partitions": "4"})
+    d = c.create_topics([CreateTopicSpec("t", num_partitions=4, replication_factor=2)])
+    assert d.results[0].error_code == Errors.NONE
+    _commit(c, d)
+    moved = c.create_topics([CreateTopicSpec("u", assignments={0: [1]})])
+    assert moved.results[0].error_code == Errors.POLICY_VIOLATION
+    assert "to broker 1" in moved.results[0].error_message
+    c = _cluster(3, **{"max.broker.partitions": "1"})
+    _commit(c, c.create_topics([CreateTopicSpec("a", assignments={0: [1]})]))
+    _commit(c, c.create_topics([CreateTopicSpec("b", assignments={0: [2]})]))
+    d = c.alter_partition_reassignments([("a", 0, [1, 2]), ("a", 0, [1, 3])])
+    assert [o.error_code for _, _, o in d.results] == [Errors.POLICY_VIOLATION, Errors.NONE]
+
+
 def test_placement_is_balanced() -> None:
     plan = place_replicas([1, 2, 3], 6, 3, rng=random.Random(3))
     leaders = [r[0] for r in plan]
@@ -286,8 +332,11 @@ def test_create_topics_beyond_ten_thousand_partitions_refuses_the_whole_request(
     assert not d.records
     d = c.create_topics(specs[1:], validate_only)  # 5001: within the limit
     assert [r.error_code for r in d.results] == [0, 0, 0, Errors.INVALID_PARTITIONS]
-    d = c.create_topics([CreateTopicSpec("huge", num_partitions=100_000)], validate_only)
+    # refused before any placement is computed: placing 2^31 - 1 partitions would not end
+    d = c.create_topics([CreateTopicSpec("huge", num_partitions=2**31 - 1)], validate_only)
     assert d.results[0].error_code == Errors.POLICY_VIOLATION and not d.records
+    d = c.create_topics([CreateTopicSpec("full", num_partitions=MAX_PARTITIONS_PER_BATCH)])
+    assert d.results[0].ok and d.results[0].num_partitions == MAX_PARTITIONS_PER_BATCH
     # a repeated name is created once, so it counts once
     twice = [CreateTopicSpec("x", num_partitions=6000)] * 2
     assert [r.error_code for r in c.create_topics(twice, validate_only).results] == [
@@ -311,7 +360,7 @@ def test_create_partitions_beyond_ten_thousand_new_partitions_refuses_the_reques
         (Errors.POLICY_VIOLATION, "Excessively large number of partitions per request.")
     ] * 2
     assert not d.records
-    d = c.create_partitions([("t", 100_000, None)], validate_only)
+    d = c.create_partitions([("t", 2**31 - 1, None)], validate_only)
     assert d.results[0].error_code == Errors.POLICY_VIOLATION and not d.records
     d = c.create_partitions([("t", 5002, None), ("u", 5002, None)], validate_only)
     assert [o.error_code for o in d.results] == [0, 0]

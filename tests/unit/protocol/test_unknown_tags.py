@@ -76,8 +76,13 @@ def test_bodies_that_do_not_follow_the_schema_are_refused() -> None:
     tagged = produce_body(tags((7, b"p")), b"\x00", b"\x00")
     with pytest.raises(ValueError):
         strip_unknown_tags(ProduceRequest, tagged[:-4])
-    with pytest.raises(ValueError):
-        strip_unknown_tags(ProduceRequest, tagged + b"\x00")
+
+
+def test_bytes_after_the_body_are_left_alone_as_kafka_leaves_them() -> None:
+    tagged = produce_body(tags((7, b"p")), b"\x00", b"\x00")
+    clean = produce_body(b"\x00", b"\x00", b"\x00")
+    assert strip_unknown_tags(ProduceRequest, tagged + b"\x07") == clean + b"\x07"
+    assert decode_kio(ProduceRequest, tagged + b"\x07") == decode_kio(ProduceRequest, clean)
 
 
 def flexible_schemas() -> list[Any]:
