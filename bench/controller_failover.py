@@ -6,7 +6,10 @@ Failover: on a 3-node cluster (combined nodes, Kafka's quorum defaults: election
 1 s, fetch timeout 2 s), the active controller is killed with SIGKILL; from that moment a
 client sends CreateTopics (through a live broker, each with a 1 s timeout) until one succeeds.
 The time from the kill to that success is one trial; the killed node is restarted and the
-cluster settles before the next. Reports p50, p99 and max.
+cluster settles before the next. Reports p50, p99 and max. Meanwhile another client creates
+topics without pause through every broker; at the end every topic whose creation it saw
+acknowledged must be listed by every broker, and once the cluster is stopped every node's
+metadata image must be the same (a digest), or the run fails.
 
 Metadata throughput: topics created per second (CreateTopics of one single-partition topic
 each, ``--concurrency`` requests in flight, through one broker) on a 3-voter quorum and on a
@@ -18,11 +21,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from brook.broker.handlers import create_topics as create_topics_api
 from brook.broker.handlers import describe_quorum as describe_quorum_api
@@ -30,7 +37,10 @@ from brook.cli.local_cluster import LocalCluster
 from brook.net.connection import NodeConnection, NodeUnavailable
 from brook.protocol.api import ApiKey
 
-from .common import machine, save
+from .common import ROOT, machine, save
+
+sys.path.insert(0, str(ROOT / "tests" / "integration" / "cluster"))
+from quorum_support import metadata_end, node_image, wait_caught_up
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -87,10 +97,12 @@ async def _until_created(ports: list[int], started: float) -> float:
         await asyncio.sleep(0.01)
 
 
-def failover(directory: Path, trials: int) -> list[float]:
+def failover(directory: Path, trials: int) -> tuple[list[float], dict[str, Any]]:
     cluster = LocalCluster.create(directory, nodes=3)
     times: list[float] = []
     with cluster:
+        creator = Creator(cluster.bootstrap_servers)
+        creator.start()
         for trial in range(trials):
             ports = [n.ports["PLAINTEXT"] for n in cluster.brokers]
             leader, epoch = asyncio.run(_wait_leader(ports))
@@ -105,7 +117,55 @@ def failover(directory: Path, trials: int) -> list[float]:
                 flush=True,
             )
             cluster.restart(leader)
-    return times
+        creator.stop()
+        loss = check_nothing_lost(cluster, creator.acked)
+    return times, {**loss, "acknowledged": len(creator.acked), "failed": creator.failed}
+
+
+class Creator(threading.Thread):
+    """Creates topics one after another through any broker; records those acknowledged."""
+
+    def __init__(self, bootstrap: str) -> None:
+        super().__init__(daemon=True)
+        self.admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000})
+        self.acked: list[str] = []
+        self.failed = 0
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            name = "c-" + uuid.uuid4().hex[:10]
+            try:
+                future = self.admin.create_topics([NewTopic(name, 1, 1)], operation_timeout=5)
+                future[name].result(10)
+            except Exception:
+                self.failed += 1
+            else:
+                self.acked.append(name)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(30)
+
+
+def check_nothing_lost(cluster: LocalCluster, acked: list[str]) -> dict[str, Any]:
+    """Every acknowledged topic listed by every broker; every node's image the same."""
+    wait_caught_up(cluster)
+    missing: set[str] = set()
+    for node in cluster.brokers:
+        admin = AdminClient({"bootstrap.servers": node.broker_address})
+        deadline = time.monotonic() + 30
+        while True:
+            missing = set(acked) - set(admin.list_topics(timeout=10).topics)
+            if not missing or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        if missing:
+            break
+    cluster.stop()
+    common = min(metadata_end(n.data_dir) for n in cluster.nodes)
+    digests = {n.node_id: node_image(n.data_dir, common).digest() for n in cluster.nodes}
+    return {"lost": len(missing), "identical_images": len(set(digests.values())) == 1}
 
 
 async def _throughput(port: int, topics: int, concurrency: int) -> float:
@@ -144,11 +204,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="brook-failover-") as tmp:
         base = Path(tmp)
-        times = failover(base / "failover", args.trials)
+        times, loss = failover(base / "failover", args.trials)
         rate3 = throughput(base / "three", 3, args.topics, args.concurrency)
         rate1 = throughput(base / "one", 1, args.topics, args.concurrency)
     result: dict[str, Any] = {
         "machine": machine(),
+        "metadata_loss": loss,
         "failover_ms": {
             "trials": len(times),
             "p50": round(statistics.median(times) * 1000),
@@ -167,11 +228,15 @@ def main(argv: list[str] | None = None) -> int:
         f"max {result['failover_ms']['max']} ms"
     )
     print(
+        f"meanwhile {loss['acknowledged']} topics acknowledged, {loss['lost']} lost, "
+        f"images identical on every node: {loss['identical_images']}"
+    )
+    print(
         f"topics created per second: 3 voters {rate3:.1f}, single node {rate1:.1f} "
         f"(ratio {rate3 / rate1:.2f})"
     )
     save("controller_failover", result)
-    return 0
+    return 0 if loss["lost"] == 0 and loss["identical_images"] else 1
 
 
 if __name__ == "__main__":

@@ -25,10 +25,12 @@ from brook.cli.local_cluster import LocalCluster
 
 
 class Creator(threading.Thread):
-    """Creates topics one after another through any broker, recording those acknowledged."""
+    """Creates topics one after another through any broker, recording those acknowledged;
+    ``pause`` seconds between two keeps the count (and the logs every restart loads) modest."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, pause: float = 0.02) -> None:
         super().__init__(daemon=True)
+        self.pause = pause
         self.admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000})
         self.acked: list[str] = []
         self.failed = 0
@@ -45,6 +47,7 @@ class Creator(threading.Thread):
                 self.failed += 1  # in flight while the controller died: maybe, maybe not
             else:
                 self.acked.append(name)
+            self.stopping.wait(self.pause)
 
     def stop(self) -> None:
         self.stopping.set()
