@@ -7,9 +7,9 @@ Failover: on a 3-node cluster (combined nodes, Kafka's quorum defaults: election
 client sends CreateTopics (through a live broker, each with a 1 s timeout) until one succeeds.
 The time from the kill to that success is one trial; the killed node is restarted and the
 cluster settles before the next. Reports p50, p99 and max. Meanwhile another client creates
-topics without pause through every broker; at the end every topic whose creation it saw
-acknowledged must be listed by every broker, and once the cluster is stopped every node's
-metadata image must be the same (a digest), or the run fails.
+topics one after another (20 ms apart) through every broker; at the end every topic whose
+creation it saw acknowledged must be listed by every broker, and once the cluster is stopped
+every node's metadata image must be the same (a digest), or the run fails.
 
 Metadata throughput: topics created per second (CreateTopics of one single-partition topic
 each, ``--concurrency`` requests in flight, through one broker) on a 3-voter quorum and on a
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import sys
 import tempfile
 import threading
 import time
@@ -32,15 +31,11 @@ from typing import Any
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from brook.broker.handlers import create_topics as create_topics_api
-from brook.broker.handlers import describe_quorum as describe_quorum_api
 from brook.cli.local_cluster import LocalCluster
 from brook.net.connection import NodeConnection, NodeUnavailable
 from brook.protocol.api import ApiKey
 
-from .common import ROOT, machine, save
-
-sys.path.insert(0, str(ROOT / "tests" / "integration" / "cluster"))
-from quorum_support import metadata_end, node_image, wait_caught_up
+from .common import machine, save
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -56,28 +51,13 @@ async def _create(conn: NodeConnection, name: str, timeout_ms: int) -> int:
     return int(response.topics[0].error_code)
 
 
-async def _leader(ports: list[int]) -> tuple[int, int] | None:
-    for port in ports:
-        conn = NodeConnection("127.0.0.1", port, "bench")
-        try:
-            r = await conn.send(ApiKey.DESCRIBE_QUORUM, 2, describe_quorum_api.request_of(), 2)
-        except (NodeUnavailable, TimeoutError):
-            continue
-        finally:
-            conn.close()
-        if not r.error_code and r.topics and not r.topics[0].partitions[0].error_code:
-            p = r.topics[0].partitions[0]
-            return int(p.leader_id), int(p.leader_epoch)
-    return None
-
-
-async def _wait_leader(ports: list[int], timeout: float = 60.0) -> tuple[int, int]:
+def _wait_leader(cluster: LocalCluster, timeout: float = 60.0) -> tuple[int, int]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = await _leader(ports)
-        if found is not None:
-            return found
-        await asyncio.sleep(0.05)
+        quorum = cluster.describe_quorum()
+        if quorum is not None:
+            return quorum.leader_id, quorum.leader_epoch
+        time.sleep(0.05)
     raise TimeoutError("no quorum leader")
 
 
@@ -104,8 +84,7 @@ def failover(directory: Path, trials: int) -> tuple[list[float], dict[str, Any]]
         creator = Creator(cluster.bootstrap_servers)
         creator.start()
         for trial in range(trials):
-            ports = [n.ports["PLAINTEXT"] for n in cluster.brokers]
-            leader, epoch = asyncio.run(_wait_leader(ports))
+            leader, epoch = _wait_leader(cluster)
             live = [n.ports["PLAINTEXT"] for n in cluster.brokers if n.node_id != leader]
             started = time.monotonic()
             cluster.kill(leader)
@@ -123,10 +102,12 @@ def failover(directory: Path, trials: int) -> tuple[list[float], dict[str, Any]]
 
 
 class Creator(threading.Thread):
-    """Creates topics one after another through any broker; records those acknowledged."""
+    """Creates topics one after another through any broker, ``pause`` seconds apart; records
+    those acknowledged."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, pause: float = 0.02) -> None:
         super().__init__(daemon=True)
+        self.pause = pause
         self.admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000})
         self.acked: list[str] = []
         self.failed = 0
@@ -142,6 +123,7 @@ class Creator(threading.Thread):
                 self.failed += 1
             else:
                 self.acked.append(name)
+            self.stopping.wait(self.pause)
 
     def stop(self) -> None:
         self.stopping.set()
@@ -150,7 +132,7 @@ class Creator(threading.Thread):
 
 def check_nothing_lost(cluster: LocalCluster, acked: list[str]) -> dict[str, Any]:
     """Every acknowledged topic listed by every broker; every node's image the same."""
-    wait_caught_up(cluster)
+    cluster.wait_metadata_caught_up()
     missing: set[str] = set()
     for node in cluster.brokers:
         admin = AdminClient({"bootstrap.servers": node.broker_address})
@@ -163,8 +145,7 @@ def check_nothing_lost(cluster: LocalCluster, acked: list[str]) -> dict[str, Any
         if missing:
             break
     cluster.stop()
-    common = min(metadata_end(n.data_dir) for n in cluster.nodes)
-    digests = {n.node_id: node_image(n.data_dir, common).digest() for n in cluster.nodes}
+    digests = cluster.metadata_digests()
     return {"lost": len(missing), "identical_images": len(set(digests.values())) == 1}
 
 
