@@ -6,7 +6,10 @@ Failover: on a 3-node cluster (combined nodes, Kafka's quorum defaults: election
 1 s, fetch timeout 2 s), the active controller is killed with SIGKILL; from that moment a
 client sends CreateTopics (through a live broker, each with a 1 s timeout) until one succeeds.
 The time from the kill to that success is one trial; the killed node is restarted and the
-cluster settles before the next. Reports p50, p99 and max.
+cluster settles before the next. Reports p50, p99 and max. Meanwhile another client creates
+topics one after another (20 ms apart) through every broker; at the end every topic whose
+creation it saw acknowledged must be listed by every broker, and once the cluster is stopped
+every node's metadata image must be the same (a digest), or the run fails.
 
 Metadata throughput: topics created per second (CreateTopics of one single-partition topic
 each, ``--concurrency`` requests in flight, through one broker) on a 3-voter quorum and on a
@@ -19,13 +22,15 @@ import argparse
 import asyncio
 import statistics
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka.admin import AdminClient, NewTopic
+
 from brook.broker.handlers import create_topics as create_topics_api
-from brook.broker.handlers import describe_quorum as describe_quorum_api
 from brook.cli.local_cluster import LocalCluster
 from brook.net.connection import NodeConnection, NodeUnavailable
 from brook.protocol.api import ApiKey
@@ -46,28 +51,13 @@ async def _create(conn: NodeConnection, name: str, timeout_ms: int) -> int:
     return int(response.topics[0].error_code)
 
 
-async def _leader(ports: list[int]) -> tuple[int, int] | None:
-    for port in ports:
-        conn = NodeConnection("127.0.0.1", port, "bench")
-        try:
-            r = await conn.send(ApiKey.DESCRIBE_QUORUM, 2, describe_quorum_api.request_of(), 2)
-        except (NodeUnavailable, TimeoutError):
-            continue
-        finally:
-            conn.close()
-        if not r.error_code and r.topics and not r.topics[0].partitions[0].error_code:
-            p = r.topics[0].partitions[0]
-            return int(p.leader_id), int(p.leader_epoch)
-    return None
-
-
-async def _wait_leader(ports: list[int], timeout: float = 60.0) -> tuple[int, int]:
+def _wait_leader(cluster: LocalCluster, timeout: float = 60.0) -> tuple[int, int]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = await _leader(ports)
-        if found is not None:
-            return found
-        await asyncio.sleep(0.05)
+        quorum = cluster.describe_quorum()
+        if quorum is not None:
+            return quorum.leader_id, quorum.leader_epoch
+        time.sleep(0.05)
     raise TimeoutError("no quorum leader")
 
 
@@ -87,13 +77,14 @@ async def _until_created(ports: list[int], started: float) -> float:
         await asyncio.sleep(0.01)
 
 
-def failover(directory: Path, trials: int) -> list[float]:
+def failover(directory: Path, trials: int) -> tuple[list[float], dict[str, Any]]:
     cluster = LocalCluster.create(directory, nodes=3)
     times: list[float] = []
     with cluster:
+        creator = Creator(cluster.bootstrap_servers)
+        creator.start()
         for trial in range(trials):
-            ports = [n.ports["PLAINTEXT"] for n in cluster.brokers]
-            leader, epoch = asyncio.run(_wait_leader(ports))
+            leader, epoch = _wait_leader(cluster)
             live = [n.ports["PLAINTEXT"] for n in cluster.brokers if n.node_id != leader]
             started = time.monotonic()
             cluster.kill(leader)
@@ -105,7 +96,57 @@ def failover(directory: Path, trials: int) -> list[float]:
                 flush=True,
             )
             cluster.restart(leader)
-    return times
+        creator.stop()
+        loss = check_nothing_lost(cluster, creator.acked)
+    return times, {**loss, "acknowledged": len(creator.acked), "failed": creator.failed}
+
+
+class Creator(threading.Thread):
+    """Creates topics one after another through any broker, ``pause`` seconds apart; records
+    those acknowledged."""
+
+    def __init__(self, bootstrap: str, pause: float = 0.02) -> None:
+        super().__init__(daemon=True)
+        self.pause = pause
+        self.admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000})
+        self.acked: list[str] = []
+        self.failed = 0
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopping.is_set():
+            name = "c-" + uuid.uuid4().hex[:10]
+            try:
+                future = self.admin.create_topics([NewTopic(name, 1, 1)], operation_timeout=5)
+                future[name].result(10)
+            except Exception:
+                self.failed += 1
+            else:
+                self.acked.append(name)
+            self.stopping.wait(self.pause)
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(30)
+
+
+def check_nothing_lost(cluster: LocalCluster, acked: list[str]) -> dict[str, Any]:
+    """Every acknowledged topic listed by every broker; every node's image the same."""
+    cluster.wait_metadata_caught_up()
+    missing: set[str] = set()
+    for node in cluster.brokers:
+        admin = AdminClient({"bootstrap.servers": node.broker_address})
+        deadline = time.monotonic() + 30
+        while True:
+            missing = set(acked) - set(admin.list_topics(timeout=10).topics)
+            if not missing or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        if missing:
+            break
+    cluster.stop()
+    digests = cluster.metadata_digests()
+    return {"lost": len(missing), "identical_images": len(set(digests.values())) == 1}
 
 
 async def _throughput(port: int, topics: int, concurrency: int) -> float:
@@ -144,11 +185,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="brook-failover-") as tmp:
         base = Path(tmp)
-        times = failover(base / "failover", args.trials)
+        times, loss = failover(base / "failover", args.trials)
         rate3 = throughput(base / "three", 3, args.topics, args.concurrency)
         rate1 = throughput(base / "one", 1, args.topics, args.concurrency)
     result: dict[str, Any] = {
         "machine": machine(),
+        "metadata_loss": loss,
         "failover_ms": {
             "trials": len(times),
             "p50": round(statistics.median(times) * 1000),
@@ -167,11 +209,15 @@ def main(argv: list[str] | None = None) -> int:
         f"max {result['failover_ms']['max']} ms"
     )
     print(
+        f"meanwhile {loss['acknowledged']} topics acknowledged, {loss['lost']} lost, "
+        f"images identical on every node: {loss['identical_images']}"
+    )
+    print(
         f"topics created per second: 3 voters {rate3:.1f}, single node {rate1:.1f} "
         f"(ratio {rate3 / rate1:.2f})"
     )
     save("controller_failover", result)
-    return 0
+    return 0 if loss["lost"] == 0 and loss["identical_images"] else 1
 
 
 if __name__ == "__main__":

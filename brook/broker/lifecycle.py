@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 _STARTING_INTERVAL_S = 0.01
 _SHUTDOWN_INTERVAL_S = 0.05
 _RETRY_BACKOFF_S = 0.1
+_RETRY_LOG_INTERVAL_S = 5.0  # how often a registration still being refused is logged
 
 
 class RegistrationError(RuntimeError):
@@ -93,6 +94,7 @@ class BrokerLifecycleManager:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         last: Exception | None = None
+        logged = loop.time()
         while loop.time() < deadline:
             try:
                 result = await self.controller.register_broker(self._registration)
@@ -108,6 +110,9 @@ class BrokerLifecycleManager:
                     "broker %d registered with broker epoch %d", self.node_id, self.broker_epoch
                 )
                 return
+            if loop.time() - logged >= _RETRY_LOG_INTERVAL_S:
+                logged = loop.time()
+                log.info("broker %d is not registered yet, retrying: %s", self.node_id, last)
             await asyncio.sleep(_RETRY_BACKOFF_S)
         raise RegistrationError(
             f"broker {self.node_id} could not register with the controller within "

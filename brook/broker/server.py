@@ -236,7 +236,7 @@ class Broker:
         from brook.raft.quorum_state import FileQuorumStateStore
 
         cfg = self.config
-        raft_log = PartitionRaftLog(meta_log)
+        raft_log = PartitionRaftLog(meta_log, deferred_flush=True)
         return RaftClient(
             self.node_id,
             voters(cfg),
@@ -294,7 +294,9 @@ class Broker:
         self.loader.add_publisher(self.replica_manager.on_metadata_changes)
         self._apply_fault_delays()
         self.loader.add_publisher(self._on_fault_configs)
-        if self.quorum_controller is not None:
+        if self.quorum_controller is not None and sole:
+            # A lone node creates a topic's logs before committing it, so a topic its disk
+            # cannot hold is refused; a cluster's brokers create them as the metadata applies.
             self.quorum_controller.set_preparer(self.replica_manager.prepare_logs)
         self.lifecycle.ready()
         await self.lifecycle.wait_unfenced()

@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import brook
-from brook.client.admin import Admin, AlterConfigOp, ConfigResource
+from brook.client.admin import Admin, AlterConfigOp, ConfigResource, QuorumInfo
 from brook.client.connection import BrokerConnection
 from brook.config.defs import ConfigError
 from brook.config.server import FOLLOWER_FETCH_DELAY_KEY, PRODUCE_DELAY_KEY, parse_server_config
 from brook.log.meta_properties import StorageCheckError, format_storage, new_uuid
+from brook.metadata.offline import metadata_image, metadata_log_end
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import KafkaError
 
@@ -559,6 +560,51 @@ class LocalCluster:
         with Admin(props) as admin:
             admin.incremental_alter_configs({ConfigResource.broker(node_id): ops}, timeout_ms=ms)
         log.info("node %d: %s", node_id, ", ".join(f"{op.name}={op.value}" for op in ops))
+
+    # ------------------------------------------------------------------ the metadata quorum
+
+    def describe_quorum(self, timeout: float = 3.0) -> QuorumInfo | None:
+        """The metadata quorum as DescribeQuorum through a running broker reports it (the
+        broker asks the active controller); None while no broker gets an answer (no leader
+        yet, every broker down)."""
+        ms = int(timeout * 1000)
+        for node in self.brokers:
+            if self.state(node.node_id) != "running":
+                continue
+            props = {"bootstrap.servers": node.broker_address, "default.api.timeout.ms": ms}
+            try:
+                with Admin(props) as admin:
+                    return admin.describe_metadata_quorum(timeout_ms=ms)
+            except (KafkaError, OSError, TimeoutError):
+                continue
+        return None
+
+    def wait_metadata_caught_up(self, timeout: float = 60.0) -> QuorumInfo:
+        """Poll until every node of the cluster (voter or observer) has the leader's whole
+        metadata log and all of it is committed; the quorum as it was then."""
+        expected = {n.node_id for n in self.nodes}
+        deadline = time.monotonic() + timeout
+        seen: QuorumInfo | None = None
+        while time.monotonic() < deadline:
+            seen = self.describe_quorum()
+            if seen is not None:
+                ends = {r.replica_id: r.log_end_offset for r in (*seen.voters, *seen.observers)}
+                if set(ends) == expected and set(ends.values()) == {seen.high_watermark}:
+                    return seen
+            time.sleep(POLL_S)
+        raise ClusterError(
+            f"the nodes' metadata logs did not all reach the high watermark within "
+            f"{timeout:g} s; last seen: {seen}"
+        )
+
+    def metadata_digests(self) -> dict[int, str]:
+        """Once every node is stopped: each node's metadata image (``MetadataImage.digest``)
+        at the offset every node's metadata log reaches. Equal values: the nodes agree."""
+        running = [n.node_id for n in self.nodes if self.state(n.node_id) != "dead"]
+        if running:
+            raise ClusterError(f"stop the cluster first: nodes {running} are running")
+        common = min(metadata_log_end(n.data_dir) for n in self.nodes)
+        return {n.node_id: metadata_image(n.data_dir, common).digest() for n in self.nodes}
 
     # ------------------------------------------------------------------ context manager
 

@@ -133,6 +133,13 @@ class NodeConnection:
         try:
             return decode_kio(cls, body)
         except Exception as exc:
+            log.warning(
+                "unreadable %s v%d response from %s, closing the connection: %r",
+                api_name(api_key),
+                version,
+                self.address,
+                exc,
+            )
             self._fail(f"unreadable {api_name(api_key)} v{version} response: {exc!r}")
             raise NodeUnavailable(f"unreadable response from {self.address}: {exc!r}") from exc
 
@@ -151,7 +158,8 @@ class NodeConnection:
             self._fail(f"bad response header from {self.address}: {exc}")
             return
         if not future.done():
-            future.set_result(memoryview(frame)[offset:])
+            # a large frame arrives in a bytearray of its own; kio reads only immutable buffers
+            future.set_result(memoryview(frame).toreadonly()[offset:])
 
     def _fail(self, reason: str) -> None:
         protocol, self._protocol = self._protocol, None

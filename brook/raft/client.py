@@ -23,6 +23,7 @@ import logging
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from brook.metadata.quorum import (
     CommittedBatch,
@@ -33,6 +34,7 @@ from brook.metadata.quorum import (
 )
 from brook.net.connection import NodeChannels, NodeUnavailable
 from brook.protocol.batch import CONTROL_BIT
+from brook.protocol.errors import KafkaError
 from brook.protocol.records import iter_records
 
 from .actions import (
@@ -65,6 +67,7 @@ from .wire import VERSIONS, decode_response, encode_request
 log = logging.getLogger(__name__)
 
 _READ_CHUNK = 8 * 1024 * 1024
+_DELIVERY_SLICE_RECORDS = 500
 _MAX_POLL_S = 0.5
 
 
@@ -110,6 +113,8 @@ class RaftClient:
         self.core: RaftCore | None = None
         self._listeners: list[QuorumListener] = []
         self._delivered = 0  # the next offset to hand to the listeners
+        self._commit_target = 0  # everything below is committed
+        self._delivering: asyncio.Task[None] | None = None
         self._bytes_since_snapshot = 0
         self._last_snapshot_ms = clock()
         self._announced: LeaderAndEpoch | None = None
@@ -119,6 +124,8 @@ class RaftClient:
         self._task: asyncio.Task[None] | None = None
         self._sends: set[asyncio.Task[None]] = set()
         self._shutdown_done = asyncio.Event()
+        self._flushing: asyncio.Task[None] | None = None
+        self._flushed = asyncio.Event()
         self.failure: BaseException | None = None
 
     # ------------------------------------------------------------------ the quorum interface
@@ -194,13 +201,8 @@ class RaftClient:
         core = self._require_core()
         while not self._shutdown_done.is_set():
             now = self.clock()
-            try:
-                self._execute(core.poll(now))
-            except RaftFatalError as exc:
-                self._fail(exc)
-                return
-            except OSError as exc:
-                self._fail(exc)
+            self._execute_safely(partial(core.poll, now))
+            if self.failure is not None:
                 return
             delay = max(0.0, min(_MAX_POLL_S, (core.next_poll_ms - self.clock()) / 1000))
             self._wake.clear()
@@ -225,8 +227,9 @@ class RaftClient:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
-        for task in list(self._sends):
-            task.cancel()
+        for task in [*self._sends, self._delivering, self._flushing]:
+            if task is not None:
+                task.cancel()
         self.channels.close()
         for future in self._parked.values():
             if not future.done():
@@ -257,11 +260,7 @@ class RaftClient:
             return TopLevelError(Errors.BROKER_NOT_AVAILABLE)
         future: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
         self._parked[id(request)] = future
-        try:
-            self._execute(core.handle_request(sender, request, self.clock()))
-        except (RaftFatalError, OSError) as exc:
-            self._fail(exc)
-        self._wake.set()
+        self._execute_safely(lambda: core.handle_request(sender, request, self.clock()))
         try:
             return await future
         finally:
@@ -269,6 +268,8 @@ class RaftClient:
 
     # ------------------------------------------------------------------ actions
     def _execute(self, actions: list[Action]) -> None:
+        if self.log.deferred_flush and self.log.end_offset > self.log.flushed_offset:
+            self._schedule_flush()
         for action in actions:
             if isinstance(action, Send):
                 task = asyncio.get_running_loop().create_task(self._send(action))
@@ -287,8 +288,46 @@ class RaftClient:
             elif isinstance(action, ShutdownComplete):
                 self._shutdown_done.set()
 
+    def _schedule_flush(self) -> None:
+        if self._flushing is None or self._flushing.done():
+            self._flushed.clear()
+            self._flushing = asyncio.get_running_loop().create_task(self._flush())
+
+    async def _flush(self) -> None:
+        """fsync the log on a worker thread until nothing appended is left unflushed, then
+        let the core count what became durable."""
+        try:
+            while self.log.end_offset > self.log.flushed_offset and self.failure is None:
+                await asyncio.to_thread(self.log.flush_now)
+                core = self.core
+                if core is not None:
+                    self._execute_safely(partial(core.on_flushed, self.clock()))
+        except (OSError, KafkaError) as exc:
+            self._fail(exc)
+        finally:
+            self._flushed.set()
+
+    async def _durable(self, end: int) -> None:
+        """Until everything below ``end`` is on disk: a request may tell another node what
+        this one holds (a Fetch's offset, a Vote's log end), which must survive a crash."""
+        while self.log.flushed_offset < min(end, self.log.end_offset) and self.failure is None:
+            self._schedule_flush()
+            await self._flushed.wait()
+
+    def _execute_safely(self, call: Callable[[], list[Action]]) -> None:
+        try:
+            self._execute(call())
+        except (RaftFatalError, OSError, KafkaError) as exc:
+            self._fail(exc)
+        except Exception as exc:
+            log.exception("the metadata quorum on node %d failed", self.node_id)
+            self._fail(exc)
+        self._wake.set()
+
     async def _send(self, action: Send) -> None:
         request = action.request
+        if self.log.deferred_flush:
+            await self._durable(self.log.end_offset)
         api_key, version = VERSIONS[type(request)]
         address = self.voters.get(action.destination)
         response: Response | None = None
@@ -304,20 +343,36 @@ class RaftClient:
         if core is None or (self._shutdown_done.is_set() and self.failure is not None):
             return
         now = self.clock()
-        try:
-            if response is None:
-                actions = core.handle_send_failure(action.destination, request, now)
-            else:
-                actions = core.handle_response(action.destination, request, response, now)
-            self._execute(actions)
-        except (RaftFatalError, OSError) as exc:
-            self._fail(exc)
-        self._wake.set()
+        if response is None:
+            self._execute_safely(lambda: core.handle_send_failure(action.destination, request, now))
+        else:
+            self._execute_safely(
+                lambda: core.handle_response(action.destination, request, response, now)
+            )
 
     # ------------------------------------------------------------------ commits and leaders
     def _deliver(self, high_watermark: int) -> None:
-        """Hand every committed batch below ``high_watermark`` to the listeners, in order."""
-        while self._delivered < high_watermark:
+        """Hand every committed batch below ``high_watermark`` to the listeners, in order, a
+        slice at a time: applying records can be slow (a broker creates the logs of new
+        partitions), and a node catching up on thousands of them must keep answering its
+        heartbeats and Raft requests meanwhile."""
+        self._commit_target = max(self._commit_target, high_watermark)
+        if self._delivering is None or self._delivering.done():
+            self._delivering = asyncio.get_running_loop().create_task(self._delivery())
+
+    async def _delivery(self) -> None:
+        try:
+            while self._deliver_slice(_DELIVERY_SLICE_RECORDS):
+                await asyncio.sleep(0)
+        except Exception as exc:
+            log.exception("applying committed metadata on node %d failed", self.node_id)
+            self._fail(exc)
+
+    def _deliver_slice(self, budget: int) -> bool:
+        """Deliver committed batches until about ``budget`` records went out; True if more
+        are waiting."""
+        target = self._commit_target
+        while self._delivered < target and budget > 0:
             chunk = self.log.log.read(self._delivered, _READ_CHUNK).records
             if not chunk:
                 break
@@ -325,7 +380,7 @@ class RaftClient:
             for header, records in _batches(chunk):
                 if header.base_offset < self._delivered:
                     continue
-                if header.base_offset >= high_watermark:
+                if header.base_offset >= target or budget <= 0:
                     break
                 if not header.attributes & CONTROL_BIT:
                     batch = CommittedBatch(
@@ -336,6 +391,7 @@ class RaftClient:
                     )
                     for listener in self._listeners:
                         listener.handle_commit(batch)
+                    budget -= max(1, len(records))
                 self._bytes_since_snapshot += header.size
                 self._delivered = header.next_offset
                 moved = True
@@ -344,6 +400,7 @@ class RaftClient:
         if self._pending_leader is not None:
             self._maybe_announce(self._pending_leader)
         self._maybe_snapshot()
+        return self._delivered < self._commit_target and budget <= 0
 
     def _leader_changed(self, action: LeaderChanged) -> None:
         leader = LeaderAndEpoch(

@@ -260,6 +260,16 @@ class RaftCore:
         self._finish(now_ms, out)
         return AppendResult(Errors.NONE, base, last, role.epoch, self.node_id, out)
 
+    def on_flushed(self, now_ms: int) -> list[Action]:
+        """The log was flushed by the shell (off the event loop): a leader's newly durable
+        end may move the high watermark."""
+        out = self._begin()
+        role = self._quorum.role
+        if isinstance(role, Leader):
+            self._on_leader_log_grew(role, now_ms, out)
+        self._finish(now_ms, out)
+        return out
+
     def resign(self, now_ms: int) -> list[Action]:
         """Step down as leader of the current epoch (no-op on any other role)."""
         out = self._begin()
@@ -913,8 +923,12 @@ class RaftCore:
             or error == Errors.FENCED_LEADER_EPOCH
             or error == Errors.NOT_LEADER_OR_FOLLOWER
         ):
+            before = (current, self._quorum.role.leader_id)
             self._maybe_transition(leader_id, epoch, now, out)
-            return True
+            # A refusal that taught this node nothing (the peer knows no leader either) is a
+            # failure for the request manager: ask again after the retry backoff, not at once,
+            # which on loopback would be thousands of requests a second.
+            return (self._quorum.epoch, self._quorum.role.leader_id) != before
         if leader_id not in (NO_LEADER, self.node_id) and self._quorum.role.leader_id == NO_LEADER:
             # an observer learns the leader here and may append from this very response
             self._to_follower(epoch, leader_id, now, out)

@@ -76,10 +76,16 @@ def leader_change_batch(record: LeaderChangeRecord, offset: int, epoch: int, now
 
 
 class PartitionRaftLog:
-    """``brook.raft.log.RaftLog`` over a ``PartitionLog``."""
+    """``brook.raft.log.RaftLog`` over a ``PartitionLog``.
 
-    def __init__(self, log: PartitionLog) -> None:
+    With ``deferred_flush`` the core's ``flush()`` does nothing: the shell fsyncs on a worker
+    thread (``flush_now``) and sends nothing that reports data not yet durable, so the core's
+    rules hold without an fsync on the event loop (``flushed_offset`` is what truly is on
+    disk)."""
+
+    def __init__(self, log: PartitionLog, deferred_flush: bool = False) -> None:
         self.log = log
+        self.deferred_flush = deferred_flush
         self.dir = Path(log.dir)
         self._snapshots: list[OffsetAndEpoch] = []
         self._downloading: dict[OffsetAndEpoch, Path] = {}
@@ -172,6 +178,11 @@ class PartitionRaftLog:
         self.log.truncate_to(offset)
 
     def flush(self) -> None:
+        if not self.deferred_flush:
+            self.log.flush()
+
+    def flush_now(self) -> None:
+        """The real fsync (on a worker thread when flushes are deferred)."""
         self.log.flush()
 
     # ------------------------------------------------------------------ snapshots

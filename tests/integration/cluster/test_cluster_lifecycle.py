@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient, NewTopic
-from quorum_support import FAST, describe_quorum, wait_for
+from quorum_support import FAST, log_ends, wait_for
 from support import local_cluster
 
 from brook.cli.local_cluster import LocalCluster
@@ -31,7 +31,7 @@ def _partitions(cluster: LocalCluster, via: int, topic: str) -> dict[int, tuple[
 def test_fencing_unfencing_prevote_and_controlled_shutdown(tmp_path: Path) -> None:
     with local_cluster(tmp_path / "c", nodes=3, overrides=FAST) as cluster:
         # -- a paused broker is fenced after its session timeout, unfenced after it resumes
-        quorum = wait_for("a leader", lambda: describe_quorum(cluster))
+        quorum = wait_for("a leader", cluster.describe_quorum)
         victim = next(n for n in (1, 2, 3) if n != quorum.leader_id)
         watcher = next(n for n in (1, 2, 3) if n not in (victim, quorum.leader_id))
         cluster.pause(victim)
@@ -49,20 +49,20 @@ def test_fencing_unfencing_prevote_and_controlled_shutdown(tmp_path: Path) -> No
 
         # -- a voter paused long past its fetch and election timeouts comes back as a
         # follower: its pre-vote is refused, no new epoch
-        before = wait_for("a leader", lambda: describe_quorum(cluster))
+        before = wait_for("a leader", cluster.describe_quorum)
         follower = next(n for n in (1, 2, 3) if n != before.leader_id)
         cluster.pause(follower)
         time.sleep(5)  # the fault itself: more than fetch.timeout (2 s) + election timeout
         cluster.resume(follower)
 
         def caught_up() -> object:
-            q = describe_quorum(cluster)
-            return q if q is not None and q.voters[follower] == q.high_watermark else None
+            q = cluster.describe_quorum()
+            return q if q is not None and log_ends(q)[follower] == q.high_watermark else None
 
         after = wait_for("the resumed voter catching up", caught_up)
         assert (after.leader_id, after.leader_epoch) == (before.leader_id, before.leader_epoch)
         time.sleep(3)  # and it stays so: the resumed voter does not start an election later
-        again = wait_for("a leader", lambda: describe_quorum(cluster))
+        again = wait_for("a leader", cluster.describe_quorum)
         assert (again.leader_id, again.leader_epoch) == (before.leader_id, before.leader_epoch)
 
         # -- an admin request through any broker is in that broker's very next answer

@@ -11,24 +11,20 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from quorum_support import (
-    FAST,
-    describe_quorum,
-    metadata_end,
-    node_image,
-    wait_caught_up,
-    wait_for,
-)
+from quorum_support import FAST, wait_for
 from support import local_cluster
 
 from brook.cli.local_cluster import LocalCluster
+from brook.metadata.offline import metadata_image
 
 
 class Creator(threading.Thread):
-    """Creates topics one after another through any broker, recording those acknowledged."""
+    """Creates topics one after another through any broker, recording those acknowledged;
+    ``pause`` seconds between two keeps the count (and the logs every restart loads) modest."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, pause: float = 0.02) -> None:
         super().__init__(daemon=True)
+        self.pause = pause
         self.admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000})
         self.acked: list[str] = []
         self.failed = 0
@@ -45,6 +41,7 @@ class Creator(threading.Thread):
                 self.failed += 1  # in flight while the controller died: maybe, maybe not
             else:
                 self.acked.append(name)
+            self.stopping.wait(self.pause)
 
     def stop(self) -> None:
         self.stopping.set()
@@ -64,14 +61,14 @@ def _trials(cluster: LocalCluster, trials: int) -> Creator:
     try:
         epochs = []
         for _ in range(trials):
-            quorum = wait_for("a quorum leader", lambda: describe_quorum(cluster))
+            quorum = wait_for("a quorum leader", cluster.describe_quorum)
             epochs.append(quorum.leader_epoch)
             before = len(creator.acked)
             wait_for("a topic created under this leader", lambda n=before: len(creator.acked) > n)
             cluster.kill(quorum.leader_id)
 
             def new_leader(old: int = quorum.leader_id) -> object:
-                q = describe_quorum(cluster)
+                q = cluster.describe_quorum()
                 return q if q is not None and q.leader_id != old else None
 
             new = wait_for("a new leader", new_leader)
@@ -87,7 +84,7 @@ def _trials(cluster: LocalCluster, trials: int) -> Creator:
 def _check_nothing_lost(cluster: LocalCluster, acked: list[str]) -> None:
     """Every acknowledged topic is listed by every broker, and once the cluster is stopped,
     every node's metadata image is the same at the offset all their logs reach."""
-    wait_caught_up(cluster)
+    cluster.wait_metadata_caught_up()
     for node in cluster.brokers:
         admin = AdminClient({"bootstrap.servers": node.broker_address})
 
@@ -99,11 +96,9 @@ def _check_nothing_lost(cluster: LocalCluster, acked: list[str]) -> None:
         if lacking:
             wait_for(f"broker {node.node_id} listing {lacking}", lambda: not missing())
     cluster.stop()
-    common = min(metadata_end(n.data_dir) for n in cluster.nodes)
-    images = {n.node_id: node_image(n.data_dir, common) for n in cluster.nodes}
-    digests = {node_id: image.digest() for node_id, image in images.items()}
+    digests = cluster.metadata_digests()
     assert len(set(digests.values())) == 1, digests
-    assert set(acked) <= set(next(iter(images.values())).topics)
+    assert set(acked) <= set(metadata_image(cluster.nodes[0].data_dir).topics)
 
 
 @pytest.mark.parametrize(

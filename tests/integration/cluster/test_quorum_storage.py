@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
-from quorum_support import FAST, metadata_end, node_image, wait_caught_up, wait_for
+from quorum_support import FAST, wait_for
 from support import local_cluster
 
 from brook.cli.local_cluster import NodeNotServing
+from brook.metadata.offline import metadata_log_end
 from brook.raft.partition_log import parse_snapshot_name
 
 SNAPSHOTS = {
@@ -44,9 +45,9 @@ def test_a_node_behind_the_log_start_catches_up_from_the_snapshot(tmp_path: Path
         names = _create_topics(live, 60)
         leader_dir = cluster.node(1).directory
         wait_for("a snapshot on node 1", lambda: _snapshots(leader_dir))
-        behind = metadata_end(cluster.node(3).data_dir)
+        behind = metadata_log_end(cluster.node(3).data_dir)
         cluster.restart(3)
-        wait_caught_up(cluster)
+        cluster.wait_metadata_caught_up()
         # node 3 could not have fetched the records it lacked: the others dropped them
         assert parse_snapshot_name(_snapshots(cluster.node(3).directory)[-1].name).offset > behind
         admin = AdminClient({"bootstrap.servers": cluster.node(3).broker_address})
@@ -55,8 +56,7 @@ def test_a_node_behind_the_log_start_catches_up_from_the_snapshot(tmp_path: Path
             lambda: set(names) <= set(admin.list_topics(timeout=10).topics),
         )
         cluster.stop()
-        common = min(metadata_end(n.data_dir) for n in cluster.nodes)
-        digests = {n.node_id: node_image(n.data_dir, common).digest() for n in cluster.nodes}
+        digests = cluster.metadata_digests()
         assert len(set(digests.values())) == 1, digests
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from quorum_support import FAST, describe_quorum, wait_for
+from quorum_support import FAST, wait_for
 from support import local_cluster
 
 from brook.cli.local_cluster import LocalCluster
@@ -23,7 +23,7 @@ from brook.raft.wire import encode_request
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     with local_cluster(tmp_path_factory.mktemp("rpc") / "c", nodes=3, overrides=FAST) as c:
-        wait_for("a leader", lambda: describe_quorum(c))
+        wait_for("a leader", c.describe_quorum)
         yield c
 
 
@@ -43,7 +43,7 @@ def _partition(response: Any) -> Any:
 
 
 def test_vote_errors(cluster: LocalCluster) -> None:
-    q = wait_for("a leader", lambda: describe_quorum(cluster))
+    q = wait_for("a leader", cluster.describe_quorum)
     follower = next(n for n in cluster.nodes if n.node_id != q.leader_id)
     port = follower.ports["CONTROLLER"]
     vote = VoteRequest(cluster.cluster_id, 99, q.leader_epoch + 1, q.leader_epoch, 0, False)
@@ -65,12 +65,12 @@ def test_vote_errors(cluster: LocalCluster) -> None:
     current = VoteRequest(cluster.cluster_id, 99, q.leader_epoch, q.leader_epoch - 1, 10**9, False)
     answer = _partition(_send(port, ApiKey.VOTE, 2, encode_request(current)))
     assert not answer.vote_granted and answer.leader_id == q.leader_id
-    after = describe_quorum(cluster)
+    after = cluster.describe_quorum()
     assert after is not None and after.leader_epoch == q.leader_epoch
 
 
 def test_fetch_errors(cluster: LocalCluster) -> None:
-    q = wait_for("a leader", lambda: describe_quorum(cluster))
+    q = wait_for("a leader", cluster.describe_quorum)
     leader = cluster.node(q.leader_id)
     port = leader.ports["CONTROLLER"]
 
