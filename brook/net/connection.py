@@ -41,7 +41,7 @@ class NodeUnavailable(ConnectionError):
 class _Protocol(asyncio.BufferedProtocol):
     def __init__(self, conn: NodeConnection) -> None:
         self.conn = conn
-        self.reader = FrameAssembler(_MAX_RESPONSE, buffer_size=64 * 1024)
+        self.reader = FrameAssembler(_MAX_RESPONSE)
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
