@@ -33,7 +33,11 @@ __all__ = ["ClusterError", "LocalCluster", "NodeNotServing", "main"]
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="brook cluster", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="brook cluster",
+        description="A local multi-process cluster for development, tests, benchmarks and "
+        "experiments, and its faults (kill, pause, slow a node).",
+    )
     sub = parser.add_subparsers(dest="action", required=True)
 
     def command(name: str, help_: str, node: bool = False) -> argparse.ArgumentParser:
