@@ -7,7 +7,7 @@ Failover: on a 3-node cluster (combined nodes, Kafka's quorum defaults: election
 client sends CreateTopics (through a live broker, each with a 1 s timeout) until one succeeds.
 The time from the kill to that success is one trial; the killed node is restarted and the
 cluster settles before the next. Reports p50, p99 and max. Meanwhile another client creates
-topics one after another (20 ms apart) through every broker; at the end every topic whose
+topics one after another (200 ms apart) through every broker; at the end every topic whose
 creation it saw acknowledged must be listed by every broker, and once the cluster is stopped
 every node's metadata image must be the same (a digest), or the run fails.
 
@@ -105,7 +105,7 @@ class Creator(threading.Thread):
     """Creates topics one after another through any broker, ``pause`` seconds apart; records
     those acknowledged."""
 
-    def __init__(self, bootstrap: str, pause: float = 0.02) -> None:
+    def __init__(self, bootstrap: str, pause: float = 0.2) -> None:
         super().__init__(daemon=True)
         self.pause = pause
         self.admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000})
