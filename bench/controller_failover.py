@@ -132,7 +132,7 @@ class Creator(threading.Thread):
 
 def check_nothing_lost(cluster: LocalCluster, acked: list[str]) -> dict[str, Any]:
     """Every acknowledged topic listed by every broker; every node's image the same."""
-    cluster.wait_metadata_caught_up()
+    committed = cluster.wait_metadata_caught_up().high_watermark
     missing: set[str] = set()
     for node in cluster.brokers:
         admin = AdminClient({"bootstrap.servers": node.broker_address})
@@ -145,7 +145,7 @@ def check_nothing_lost(cluster: LocalCluster, acked: list[str]) -> dict[str, Any
         if missing:
             break
     cluster.stop()
-    digests = cluster.metadata_digests()
+    digests = cluster.metadata_digests(committed)
     return {"lost": len(missing), "identical_images": len(set(digests.values())) == 1}
 
 

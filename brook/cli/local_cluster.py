@@ -31,7 +31,7 @@ from brook.client.connection import BrokerConnection
 from brook.config.defs import ConfigError
 from brook.config.server import FOLLOWER_FETCH_DELAY_KEY, PRODUCE_DELAY_KEY, parse_server_config
 from brook.log.meta_properties import StorageCheckError, format_storage, new_uuid
-from brook.metadata.offline import metadata_image, metadata_log_end
+from brook.metadata.offline import agreed_log_end, metadata_image
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import KafkaError
 
@@ -597,14 +597,22 @@ class LocalCluster:
             f"{timeout:g} s; last seen: {seen}"
         )
 
-    def metadata_digests(self) -> dict[int, str]:
+    def metadata_digests(self, committed: int = 0) -> dict[int, str]:
         """Once every node is stopped: each node's metadata image (``MetadataImage.digest``)
-        at the offset every node's metadata log reaches. Equal values: the nodes agree."""
+        at the end of the prefix all the metadata logs agree on (``agreed_log_end``: a
+        deposed leader's uncommitted tail is left out). Equal values: the nodes agree.
+        ``committed`` is a high watermark seen while the cluster ran; a shorter agreed prefix
+        means committed records differ, and raises ``ClusterError``."""
         running = [n.node_id for n in self.nodes if self.state(n.node_id) != "dead"]
         if running:
             raise ClusterError(f"stop the cluster first: nodes {running} are running")
-        common = min(metadata_log_end(n.data_dir) for n in self.nodes)
-        return {n.node_id: metadata_image(n.data_dir, common).digest() for n in self.nodes}
+        agreed = agreed_log_end([n.data_dir for n in self.nodes])
+        if agreed < committed:
+            raise ClusterError(
+                f"the metadata logs agree only up to offset {agreed}, below the high "
+                f"watermark {committed} seen while the cluster ran"
+            )
+        return {n.node_id: metadata_image(n.data_dir, agreed).digest() for n in self.nodes}
 
     # ------------------------------------------------------------------ context manager
 

@@ -1,6 +1,7 @@
-"""The metadata a stopped node's data directory holds: the end of its metadata log, and the
-image its latest snapshot and the records after it build. Used to check, after a run, that
-every node of a cluster reached the same image (tests, ``bench/controller_failover.py``).
+"""The metadata a stopped node's data directory holds: the end of its metadata log, the
+offset up to which several nodes' logs agree, and the image its latest snapshot and the
+records after it build. Used to check, after a run, that every node of a cluster reached the
+same image (tests, ``bench/controller_failover.py``).
 
 The directory must not be in use: the log is opened as after a clean shutdown, nothing is
 recovered or written."""
@@ -36,6 +37,32 @@ def metadata_log_end(data_dir: Path) -> int:
         return plog.log_end_offset
     finally:
         plog.close_files()
+
+
+def agreed_log_end(data_dirs: list[Path]) -> int:
+    """The end of the longest prefix the metadata logs in ``data_dirs`` agree on.
+
+    By Raft's log matching, entries at the same offset with the same epoch are the same, so
+    the prefix ends where two logs first hold different epochs. What follows it on some node
+    is a deposed leader's uncommitted tail (a node that stopped before it learned of the new
+    leader and truncated it). An offset below a node's log start is in that node's snapshot,
+    which holds only committed records: it agrees with every log that has the offset."""
+    logs = [_open(d) for d in data_dirs]
+    try:
+        end = min(plog.log_end_offset for plog in logs)
+        while end > 0:
+            epochs = {
+                plog.epoch_cache.epoch_for_offset(end - 1)
+                for plog in logs
+                if plog.log_start_offset < end
+            }
+            if len(epochs) <= 1:
+                return end
+            end -= 1
+        return end
+    finally:
+        for plog in logs:
+            plog.close_files()
 
 
 def metadata_image(data_dir: Path, up_to: int | None = None) -> MetadataImage:

@@ -16,7 +16,9 @@ def topic(brook_session) -> str:
     import uuid
 
     name = f"batch-read-{uuid.uuid4().hex[:6]}"
-    create_topic(brook_session.bootstrap, name, 2)
+    # The records are stamped in 2023: without retention.ms=-1 the broker's retention check
+    # (every 5 minutes) deletes them in the middle of the module when the run is slow.
+    create_topic(brook_session.bootstrap, name, 2, configs={"retention.ms": "-1"})
     produce(
         brook_session.bootstrap,
         name,
