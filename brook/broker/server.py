@@ -150,12 +150,14 @@ class Broker:
         partitions this broker hosts, and serving clients once the controller unfences it."""
         cfg = self.config
         self.roles = roles(cfg)
-        sole = is_sole_voter(cfg)
+        # A node with no voters configured (``make run``) is its own quorum without Raft; one
+        # configured as the only voter runs Raft, since broker-only nodes fetch from it.
+        sole = "controller" in self.roles and not voters(cfg)
         self.cluster_id = check_storage(
             log_dirs(cfg),
             self.node_id,
             configured_cluster_id=cfg["cluster.id"],
-            may_self_format=sole,
+            may_self_format=is_sole_voter(cfg),
         )
         meta_log = self._load_logs()
         if sole:

@@ -84,3 +84,17 @@ def test_fencing_unfencing_prevote_and_controlled_shutdown(tmp_path: Path) -> No
         assert "controlled shutdown of broker" in log and "done" in log
         moved = _partitions(cluster, observer, topic)
         assert all(lead != target and target not in isr for lead, isr in moved.values()), moved
+
+
+def test_a_single_controller_serves_broker_only_nodes(tmp_path: Path) -> None:
+    # The lone voter runs Raft: the brokers register with it and fetch the metadata log.
+    with local_cluster(tmp_path / "c", nodes=3, controllers=1, overrides=FAST) as cluster:
+        quorum = wait_for("a leader", cluster.describe_quorum)
+        assert quorum.leader_id == 1 and [v.replica_id for v in quorum.voters] == [1]
+        assert {o.replica_id for o in quorum.observers} == {2, 3}
+        topic = f"t-{uuid.uuid4().hex[:8]}"
+        admin = AdminClient({"bootstrap.servers": cluster.node(3).broker_address})
+        admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(30)
+        for via in (1, 2, 3):
+            assert _brokers_listed(cluster, via) == {1, 2, 3}
+            assert set(_partitions(cluster, via, topic)) == {0, 1, 2}
