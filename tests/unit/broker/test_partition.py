@@ -72,11 +72,10 @@ def test_with_a_follower_the_high_watermark_waits_for_it(partition: Partition) -
         # consumers read up to the high watermark only; followers up to the log end
         assert partition.read(0, 1 << 20, for_follower=False, min_one_batch=True).records == b""
         assert partition.read(0, 1 << 20, for_follower=True, min_one_batch=True).records
-        partition.followers[2].log_end_offset = 3
-        assert partition.maybe_increment_high_watermark() and partition.high_watermark == 3
+        partition.record_follower_fetch(2, 3, 0, -1)  # the follower has offsets 0-2
+        assert partition.high_watermark == 3
         assert not waiter.done()
-        partition.followers[2].log_end_offset = 5
-        partition.maybe_increment_high_watermark()
+        partition.record_follower_fetch(2, 5, 0, -1)
         await asyncio.wait_for(waiter, 1)
         assert partition.wait_for_acks(5) is None
         # a follower out of the ISR no longer holds the high watermark back
@@ -143,10 +142,10 @@ def test_a_fetch_waiter_is_woken_by_an_append_and_leaves_nothing_behind(
             timed_out: asyncio.Future[None] = loop.create_future()
             partition.add_data_waiter(timed_out)
             partition.remove_data_waiter(timed_out)
-        assert not partition._data_waiters
+        assert partition.waiting_fetches == 0
         woken: asyncio.Future[None] = loop.create_future()
         partition.add_data_waiter(woken)
         _append(partition)
-        assert woken.done() and not partition._data_waiters
+        assert woken.done() and partition.waiting_fetches == 0
 
     asyncio.run(run())
