@@ -360,3 +360,69 @@ def test_the_leaders_answers_to_bad_follower_fetches(
     )
     assert deleted.topics[0].partitions[0].error_code == 0
     assert code(replica=2, offset=1, last_fetched_epoch=0) == Errors.OFFSET_OUT_OF_RANGE
+
+
+# ---------------------------------------------------------------------- a new leader's HW
+def _move_leader(client: RawClient, topic: str, replicas: list[int]) -> None:
+    """Reorder the replicas and elect the preferred (first) one."""
+    moved = client.request(
+        45,
+        0,
+        {
+            "timeout": 30000,
+            "topics": [
+                {"name": topic, "partitions": [{"partition_index": 0, "replicas": replicas}]}
+            ],
+        },
+    )
+    assert moved.error_code == 0, moved
+    elected = client.request(
+        43,
+        2,
+        {
+            "election_type": 0,
+            "topic_partitions": [{"topic": topic, "partitions": [0]}],
+            "timeout": 30000,
+        },
+    )
+    assert elected.error_code == 0, elected
+    wait_for(
+        f"{replicas[0]} leads {topic}",
+        lambda: state(client, topic).leader_id == replicas[0],
+        30,
+    )
+
+
+def list_latest(client: RawClient, topic: str) -> Any:
+    resp = client.request(
+        2,
+        7,
+        {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [
+                {
+                    "name": topic,
+                    "partitions": [
+                        {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}
+                    ],
+                }
+            ],
+        },
+    )
+    return resp.topics[0].partitions[0]
+
+
+def test_a_new_leader_below_its_epoch_start_has_no_latest_offset(leader: RawClient) -> None:
+    topic = create(leader, [1, 2])
+    tid = state(leader, topic).topic_id
+    assert produce(leader, topic, 5, acks=1).error_code == 0  # HW 0: 2 has not fetched
+    _move_leader(leader, topic, [2, 1])
+    _move_leader(leader, topic, [1, 2])
+    # leader again from offset 5 with HW 0: offsets the last leader acknowledged may be above
+    epoch = state(leader, topic).leader_epoch
+    assert epoch >= 2
+    assert list_latest(leader, topic).error_code == Errors.OFFSET_NOT_AVAILABLE
+    follower_fetch(leader, tid, 5, replica=2, leader_epoch=epoch)
+    latest = list_latest(leader, topic)
+    assert (latest.error_code, latest.offset) == (0, 5)
