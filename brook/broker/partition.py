@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ from brook.log.log import AppendResult, PartitionLog, ReadResult
 from brook.metadata.image import BrokerInfo, PartitionInfo
 from brook.protocol.errors import Errors, KafkaError
 
+from .fetch_session import FetchSession, PartitionKey
 from .leader_state import FollowerState, IsrUpdate, LeaderState, Reaction
 
 __all__ = ["FollowerState", "Partition"]
@@ -70,6 +72,12 @@ class Partition:
     # Long-polling fetches waiting here; each removes itself when it stops waiting.
     _follower_waiters: set[asyncio.Future[None]] = field(default_factory=set)
     _consumer_waiters: set[asyncio.Future[None]] = field(default_factory=set)
+    # Followers' fetch sessions holding this partition (under that key): told when it
+    # changes, so that their fetches read only what changed. Weak: an evicted or closed
+    # session is forgotten with it.
+    _sessions: weakref.WeakKeyDictionary[FetchSession, PartitionKey] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
 
     @property
     def is_leader(self) -> bool:
@@ -220,6 +228,7 @@ class Partition:
                     still.append(waiter)
             self._ack_waiters = still
         self._wake(self._consumer_waiters)
+        self._mark_dirty()
         return True
 
     def record_follower_fetch(
@@ -322,10 +331,22 @@ class Partition:
     def _wake_all(self) -> None:
         self._wake(self._follower_waiters)
         self._wake(self._consumer_waiters)
+        self._mark_dirty()
 
     def notify_appended(self) -> None:
         """New data past the HW matters to followers: wake their long-polling fetches."""
         self._wake(self._follower_waiters)
+        self._mark_dirty()
+
+    def watch(self, session: FetchSession, key: PartitionKey) -> None:
+        """A follower's fetch session holds this partition as ``key``: mark it dirty there
+        whenever this partition changes (see ``FetchSession.dirty``)."""
+        self._sessions[session] = key
+
+    def _mark_dirty(self) -> None:
+        if self._sessions:
+            for session, key in list(self._sessions.items()):
+                session.mark_dirty(key)
 
     def mark_offline(self) -> None:
         """The log's directory failed: this replica leads nothing any more, and produces

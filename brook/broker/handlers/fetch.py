@@ -34,7 +34,14 @@ from brook.protocol.build import to_ms
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.fetch_codec import encode_fetch_response
 
-from ..fetch_session import FetchContext, FetchPartition, PartitionKey, PartitionResult
+from ..fetch_session import (
+    FetchContext,
+    FetchPartition,
+    FullFetchContext,
+    IncrementalFetchContext,
+    PartitionKey,
+    PartitionResult,
+)
 from ..registry import RequestContext, handler
 from .common import leader_hint
 
@@ -138,6 +145,12 @@ class _Fetch:
         self.marks: list[int] = []
         # What each hosted partition looked like when it was read (see ``read``).
         self.states: dict[PartitionKey, tuple[Partition, tuple[int, int, int]]] = {}
+        # A follower's incremental session reads only what changed (see docs/design.md).
+        self.changes: IncrementalFetchContext | None = (
+            session
+            if isinstance(session, IncrementalFetchContext) and session.reads_changes_only
+            else None
+        )
 
     def key(self, fp: FetchPartition) -> PartitionKey:
         return (fp.topic_id if self.ctx.api_version >= 13 else fp.topic, fp.partition)
@@ -175,6 +188,16 @@ class _Fetch:
             if partition is not None:
                 self.hosted.append(partition)
                 self.states[key] = (partition, _state(partition))
+            if self.changes is not None:
+                if partition is not None:
+                    partition.watch(self.changes.session, key)
+                if (
+                    result.error_code
+                    or result.diverging_epoch is not None
+                    or partition is None
+                    or fp.fetch_offset < partition.log.log_end_offset
+                ):
+                    self.changes.keep_dirty(key)
             self.bytes += len(result.records)
             budget = max(0, budget - len(result.records))
         self.marks = [p.appended_bytes for p in self.hosted]
@@ -252,37 +275,65 @@ class _Fetch:
         return result
 
     def done(self, min_bytes: int) -> bool:
-        return self.errors or self.bytes >= min_bytes or not self.results
+        # A follower's session with nothing changed reads nothing, yet waits like any other.
+        empty = not self.results and self.changes is None
+        return self.errors or self.bytes >= min_bytes or empty
 
     async def long_poll(
         self, min_bytes: int, max_wait_ms: int, read_committed: bool
     ) -> list[Sized]:
         deadline = time.monotonic() + max_wait_ms / 1000
         loop = asyncio.get_running_loop()
+        changes = self.changes
         while True:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not self.hosted:
+            if remaining <= 0 or (not self.hosted and changes is None):
                 break
             # One future for the whole fetch, registered with every partition it reads and
-            # taken back from all of them, however the wait ends.
+            # taken back from all of them, however the wait ends; a follower's session also
+            # wakes it when any of its other partitions changes.
             waiter: asyncio.Future[None] = loop.create_future()
+            changed = False
+
+            def on_change(waiter: asyncio.Future[None] = waiter) -> None:
+                nonlocal changed
+                changed = True
+                if not waiter.done():
+                    waiter.set_result(None)
+
             for p in self.hosted:
                 p.add_data_waiter(waiter, follower=self.is_follower)
+            if changes is not None:
+                changes.session.waker = on_change
             try:
                 await asyncio.wait((waiter,), timeout=remaining)
             finally:
                 for p in self.hosted:
                     p.remove_data_waiter(waiter)
+                if changes is not None:
+                    changes.session.waker = None
                 if not waiter.done():
                     waiter.cancel()
             grown = sum(p.appended_bytes - m for p, m in zip(self.hosted, self.marks, strict=True))
-            if self.bytes + grown >= min_bytes or any(not p.is_leader for p in self.hosted):
+            if (
+                changed
+                or self.bytes + grown >= min_bytes
+                or any(not p.is_leader for p in self.hosted)
+            ):
                 break
+        if changes is not None:
+            changes.take_changes()
         self.read(again=True)
         return self.response(read_committed)
 
     def response(self, read_committed: bool) -> list[Sized]:
         data = self.session.build_response(self.results)
+        if self.is_follower and isinstance(self.session, FullFetchContext) and data.session_id:
+            # a follower's new session: its partitions tell it when they change
+            created = self.broker.fetch_sessions.get(data.session_id)
+            if created is not None:
+                for key, (partition, _) in self.states.items():
+                    partition.watch(created, key)
         version = self.ctx.api_version
         topics: list[tuple[str | uuid.UUID, list[tuple[int, PartitionResult]]]] = []
         endpoints: dict[int, tuple[int, str, int, str | None]] = {}

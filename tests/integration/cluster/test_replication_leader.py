@@ -47,7 +47,12 @@ def leader(cluster: LocalCluster) -> Iterator[RawClient]:
         yield c
 
 
-def create(client: RawClient, replicas: list[int], configs: dict[str, str] | None = None) -> str:
+def create(
+    client: RawClient,
+    replicas: list[int],
+    configs: dict[str, str] | None = None,
+    partitions: int = 1,
+) -> str:
     name = f"repl-{uuid.uuid4().hex[:8]}"
     resp = client.request(
         19,
@@ -58,7 +63,9 @@ def create(client: RawClient, replicas: list[int], configs: dict[str, str] | Non
                     "name": name,
                     "num_partitions": -1,
                     "replication_factor": -1,
-                    "assignments": [{"partition_index": 0, "broker_ids": replicas}],
+                    "assignments": [
+                        {"partition_index": i, "broker_ids": replicas} for i in range(partitions)
+                    ],
                     "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
                 }
             ],
@@ -426,3 +433,91 @@ def test_a_new_leader_below_its_epoch_start_has_no_latest_offset(leader: RawClie
     follower_fetch(leader, tid, 5, replica=2, leader_epoch=epoch)
     latest = list_latest(leader, topic)
     assert (latest.error_code, latest.offset) == (0, 5)
+
+
+# ---------------------------------------------------------------------- follower sessions
+def session_fetch(
+    client: RawClient,
+    topic_id: uuid.UUID,
+    session: tuple[int, int],
+    offsets: dict[int, int],
+    max_wait: int = 0,
+) -> Any:
+    """A follower's Fetch v17 in a fetch session (KIP-227) as replica 2."""
+    partitions = [
+        {
+            "partition": p,
+            "current_leader_epoch": 0,
+            "fetch_offset": o,
+            "last_fetched_epoch": -1,
+            "log_start_offset": 0,
+            "partition_max_bytes": 1 << 20,
+            "replica_directory_id": None,
+        }
+        for p, o in offsets.items()
+    ]
+    return client.request(
+        1,
+        17,
+        {
+            "cluster_id": None,
+            "replica_state": {"replica_id": 2, "replica_epoch": -1},
+            "max_wait": max_wait,
+            "min_bytes": 1,
+            "max_bytes": 1 << 20,
+            "isolation_level": 0,
+            "session_id": session[0],
+            "session_epoch": session[1],
+            "topics": [{"topic_id": topic_id, "partitions": partitions}] if partitions else [],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        },
+    )
+
+
+def answered(resp: Any) -> dict[int, Any]:
+    assert resp.error_code == 0, resp
+    return {p.partition_index: p for t in resp.responses for p in t.partitions}
+
+
+def produce_to(client: RawClient, topic: str, partition: int, count: int) -> None:
+    resp = client.request(
+        0,
+        9,
+        {
+            "transactional_id": None,
+            "acks": 1,
+            "timeout": 30000,
+            "topic_data": [
+                {
+                    "name": topic,
+                    "partition_data": [
+                        {"index": partition, "records": build_simple_batch([b"v"] * count)}
+                    ],
+                }
+            ],
+        },
+    )
+    assert resp.responses[0].partition_responses[0].error_code == 0
+
+
+def test_a_follower_session_answers_what_changed(cluster: LocalCluster, leader: RawClient) -> None:
+    topic = create(leader, [1, 2], partitions=6)
+    tid = state(leader, topic).topic_id
+    full = session_fetch(leader, tid, (0, 0), dict.fromkeys(range(6), 0))
+    assert sorted(answered(full)) == list(range(6)) and full.session_id > 0
+    sid = full.session_id
+    assert answered(session_fetch(leader, tid, (sid, 1), {})) == {}  # nothing changed
+    poll = Background(
+        cluster.node(1).broker_address,
+        lambda c: session_fetch(c, tid, (sid, 2), {}, max_wait=20000),
+    )
+    time.sleep(0.5)
+    assert not poll.done()  # parked: none of its partitions changed
+    produce_to(leader, topic, 4, 3)
+    got = answered(poll.wait(15))
+    assert list(got) == [4] and got[4].records and time.monotonic() - poll.started < 15
+    # at the new offset: the leader learns 2 has offsets 0-2 and the HW moves to 3
+    got = answered(session_fetch(leader, tid, (sid, 3), {4: 3}))
+    assert list(got) == [4] and got[4].high_watermark == 3 and not got[4].records
+    assert answered(session_fetch(leader, tid, (sid, 4), {})) == {}
