@@ -521,3 +521,48 @@ def test_a_follower_session_answers_what_changed(cluster: LocalCluster, leader: 
     got = answered(session_fetch(leader, tid, (sid, 3), {4: 3}))
     assert list(got) == [4] and got[4].high_watermark == 3 and not got[4].records
     assert answered(session_fetch(leader, tid, (sid, 4), {})) == {}
+
+
+# ---------------------------------------------------------------------- AlterPartition
+def alter_partition(
+    cluster: LocalCluster, node_id: int, version: int, topic_id: uuid.UUID, **fields: Any
+) -> Any:
+    """AlterPartition sent to a node's controller listener, as broker 1 (its leader)."""
+    members = fields.get("isr", [1])
+    partition: dict[str, Any] = {
+        "partition_index": 0,
+        "leader_epoch": fields.get("leader_epoch", 0),
+        "leader_recovery_state": 0,
+        "partition_epoch": fields["partition_epoch"],
+    }
+    if version >= 3:
+        partition["new_isr_with_epochs"] = [{"broker_id": b, "broker_epoch": -1} for b in members]
+    else:
+        partition["new_isr"] = members
+    port = cluster.node(node_id).ports["CONTROLLER"]
+    with RawClient(f"127.0.0.1:{port}") as c:
+        return c.request(
+            56,
+            version,
+            {
+                "broker_id": 1,
+                "broker_epoch": fields.get("broker_epoch", -1),
+                "topics": [{"topic_id": topic_id, "partitions": [partition]}],
+            },
+        )
+
+
+def test_alter_partition_on_the_controller_listener(
+    cluster: LocalCluster, leader: RawClient
+) -> None:
+    topic = create(leader, [1, 2, 3])
+    tid = state(leader, topic).topic_id
+    q = wait_for("a leader", cluster.describe_quorum)
+    other = next(n.node_id for n in cluster.nodes if n.node_id != q.leader_id)
+    # only the active controller decides
+    refused = alter_partition(cluster, other, 2, tid, partition_epoch=0, isr=[1, 2])
+    assert refused.error_code == Errors.NOT_CONTROLLER
+    # broker 1's epoch is not -1: the whole request is refused
+    stale = alter_partition(cluster, q.leader_id, 3, tid, partition_epoch=0, isr=[1, 2])
+    assert stale.error_code == Errors.STALE_BROKER_EPOCH and not stale.topics
+    assert list(state(leader, topic).isr_nodes) == [1, 2, 3]
