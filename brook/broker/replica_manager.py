@@ -40,8 +40,10 @@ from brook.metadata.records import (
 )
 from brook.protocol.errors import Errors, KafkaError
 
-from . import topic_config
+from . import delayed, topic_config
 from .alter_partition_manager import AlterPartitionManager
+from .delayed import DelayedProduce, PendingAcks
+from .fetch_session import FetchSession
 from .leader_state import IsrUpdate
 from .partition import Partition
 
@@ -117,6 +119,26 @@ class ReplicaManager:
                 self.shrink_isrs()
             except Exception:
                 log.exception("the ISR shrink check failed")
+
+    # ------------------------------------------------------------------ waiting for replicas
+    def delayed_produce(self, pending: Sequence[PendingAcks]) -> DelayedProduce:
+        """acks=all: the partitions of a produce waiting until the HW passes their records
+        (``delayed.py``)."""
+        return DelayedProduce(pending)
+
+    async def wait_for_data(
+        self,
+        partitions: Sequence[Partition],
+        *,
+        follower: bool,
+        max_wait_ms: int,
+        enough: Callable[[], bool],
+        session: FetchSession | None = None,
+    ) -> None:
+        """A long-polling fetch: wait for something new to read (``delayed.py``)."""
+        await delayed.wait_for_data(
+            partitions, follower=follower, max_wait_ms=max_wait_ms, enough=enough, session=session
+        )
 
     def shrink_isrs(self) -> int:
         """Kafka's isr-expiration task (every ``replica.lag.time.max.ms`` / 2): each led

@@ -23,8 +23,6 @@ Stored batches go to the socket as they are (brook.protocol.fetch_codec); large 
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
 from collections.abc import Sized
 from typing import TYPE_CHECKING, Any
@@ -282,45 +280,18 @@ class _Fetch:
     async def long_poll(
         self, min_bytes: int, max_wait_ms: int, read_committed: bool
     ) -> list[Sized]:
-        deadline = time.monotonic() + max_wait_ms / 1000
-        loop = asyncio.get_running_loop()
-        changes = self.changes
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or (not self.hosted and changes is None):
-                break
-            # One future for the whole fetch, registered with every partition it reads and
-            # taken back from all of them, however the wait ends; a follower's session also
-            # wakes it when any of its other partitions changes.
-            waiter: asyncio.Future[None] = loop.create_future()
-            changed = False
-
-            def on_change(waiter: asyncio.Future[None] = waiter) -> None:
-                nonlocal changed
-                changed = True
-                if not waiter.done():
-                    waiter.set_result(None)
-
-            for p in self.hosted:
-                p.add_data_waiter(waiter, follower=self.is_follower)
-            if changes is not None:
-                changes.session.waker = on_change
-            try:
-                await asyncio.wait((waiter,), timeout=remaining)
-            finally:
-                for p in self.hosted:
-                    p.remove_data_waiter(waiter)
-                if changes is not None:
-                    changes.session.waker = None
-                if not waiter.done():
-                    waiter.cancel()
+        def enough() -> bool:
             grown = sum(p.appended_bytes - m for p, m in zip(self.hosted, self.marks, strict=True))
-            if (
-                changed
-                or self.bytes + grown >= min_bytes
-                or any(not p.is_leader for p in self.hosted)
-            ):
-                break
+            return self.bytes + grown >= min_bytes
+
+        changes = self.changes
+        await self.broker.replica_manager.wait_for_data(
+            self.hosted,
+            follower=self.is_follower,
+            max_wait_ms=max_wait_ms,
+            enough=enough,
+            session=None if changes is None else changes.session,
+        )
         if changes is not None:
             changes.take_changes()
         self.read(again=True)
