@@ -115,6 +115,8 @@ class LeaderState:
     lag_time_max_ms: int
     followers: dict[int, FollowerState] = field(default_factory=dict)
     pending: IsrUpdate | None = None
+    # This broker's own epoch, named for the leader in NewIsrWithEpochs (-1: not known).
+    local_broker_epoch: int = UNKNOWN
 
     # ------------------------------------------------------------------ becoming leader
     @classmethod
@@ -314,6 +316,8 @@ class LeaderState:
         return update
 
     def _epoch_of(self, replica: int) -> int:
+        if replica == self.local_id:
+            return self.local_broker_epoch
         state = self.followers.get(replica)
         return UNKNOWN if state is None else state.broker_epoch
 

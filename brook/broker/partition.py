@@ -204,6 +204,10 @@ class Partition:
             and (fetch_epoch == -1 or fetch_epoch == broker.broker_epoch)
         )
 
+    def _local_epoch(self) -> int:
+        me = self.broker(self.local_id)
+        return -1 if me is None else me.broker_epoch
+
     def maybe_increment_high_watermark(self) -> bool:
         state = self.leader_state
         if not self.is_leader or state is None:
@@ -255,6 +259,7 @@ class Partition:
             self.log.log_end_offset,
             self.clock(),
         )
+        state.local_broker_epoch = self._local_epoch()
         update = state.maybe_expand_isr(replica, self._eligible)
         if update is not None and self.submit_isr_update is not None:
             self.submit_isr_update(self, update)
@@ -266,6 +271,7 @@ class Partition:
         state = self.leader_state
         if not self.is_leader or state is None:
             return None
+        state.local_broker_epoch = self._local_epoch()
         update = state.maybe_shrink_isr(self.log.log_end_offset, self.clock())
         if update is not None and self.submit_isr_update is not None:
             self.submit_isr_update(self, update)
@@ -336,6 +342,10 @@ class Partition:
     def notify_appended(self) -> None:
         """New data past the HW matters to followers: wake their long-polling fetches."""
         self._wake(self._follower_waiters)
+        self._mark_dirty()
+
+    def notify_log_start_moved(self) -> None:
+        """Retention or DeleteRecords moved the log start: followers' sessions send it."""
         self._mark_dirty()
 
     def watch(self, session: FetchSession, key: PartitionKey) -> None:

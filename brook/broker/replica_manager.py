@@ -412,4 +412,11 @@ class ReplicaManager:
         return None, Errors.NOT_LEADER_OR_FOLLOWER
 
     def run_retention(self) -> int:
-        return self.log_manager.run_retention(now_ms(), self.high_watermarks())
+        starts = {tp: p.log.log_start_offset for tp, p in self.partitions.items()}
+        deleted = self.log_manager.run_retention(now_ms(), self.high_watermarks())
+        if deleted:
+            # followers' sessions learn the new log starts with their next fetch
+            for tp, partition in self.partitions.items():
+                if partition.log.log_start_offset != starts.get(tp):
+                    partition.notify_log_start_moved()
+        return deleted

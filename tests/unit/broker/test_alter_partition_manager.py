@@ -153,7 +153,7 @@ def test_an_expansion_is_committed_and_queued_updates_go_together(tmp_path: Path
         await _until(lambda: all(len(p.isr) == 2 for p in parts))
         assert [len(changes) for _, changes in counting.sent] == [1, 2]
         assert all(epoch == h.epochs[1] for epoch, _ in counting.sent)
-        assert counting.sent[1][1][1].new_isr == ((1, -1), (3, h.epochs[3]))
+        assert counting.sent[1][1][1].new_isr == ((1, h.epochs[1]), (3, h.epochs[3]))
         for i, p in enumerate(parts):
             info = h.loader.image.partition(f"t{i}", 0)
             assert info is not None and (p.isr, p.partition_epoch) == (
@@ -196,7 +196,7 @@ def test_an_ineligible_replica_rolls_back_and_a_failed_request_is_sent_again(
         assert stale.maximal_isr == (1, 3)
         await _until(lambda: state.pending is None)
         assert stale.isr == (1,) and stale.maximal_isr == (1,)
-        assert counting.sent[-1][1][0].new_isr == ((1, -1), (3, newer))
+        assert counting.sent[-1][1][0].new_isr == ((1, h.epochs[1]), (3, newer))
 
     asyncio.run(run())
     h.close()

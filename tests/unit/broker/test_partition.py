@@ -224,7 +224,7 @@ def test_isr_updates_go_to_the_manager_and_commit_on_the_reply(partition: Partit
     fenced[2] = False
     partition.record_follower_fetch(2, 4, 0, 12)
     # the HW is at 4 already; 2 is at the HW and the start of epoch 0: it may join
-    assert len(sent) == 1 and sent[0].new_isr_with_epochs == ((1, -1), (2, 12))
+    assert len(sent) == 1 and sent[0].new_isr_with_epochs == ((1, 11), (2, 12))
     assert partition.maximal_isr == (1, 2) and partition.isr == (1,)
     partition.on_isr_reply(sent[0], Errors.NONE, leader_epoch=0, partition_epoch=1, isr=(1, 2))
     assert partition.isr == (1, 2) and partition.partition_epoch == 1
