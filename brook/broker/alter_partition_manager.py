@@ -94,6 +94,12 @@ class AlterPartitionManager:
                 self._requeue(batch)
                 await asyncio.sleep(self.backoff_s)
                 continue
+            except Exception:
+                # never lose the updates: their partitions could not change their ISR again
+                log.exception("AlterPartition for %d partition(s) failed", len(changes))
+                self._requeue(batch)
+                await asyncio.sleep(self.backoff_s)
+                continue
             answers = {(r.topic_id, r.partition): r for r in result.value}
             retry: dict[Key, tuple[Partition, IsrUpdate]] = {}
             for key, (partition, update) in batch.items():
