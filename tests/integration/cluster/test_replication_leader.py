@@ -430,6 +430,9 @@ def test_a_new_leader_below_its_epoch_start_has_no_latest_offset(leader: RawClie
     epoch = state(leader, topic).leader_epoch
     assert epoch >= 2
     assert list_latest(leader, topic).error_code == Errors.OFFSET_NOT_AVAILABLE
+    # a follower still on an older leader epoch is fenced
+    older = follower_fetch(leader, tid, 5, replica=2, leader_epoch=epoch - 1)
+    assert older.error_code == Errors.FENCED_LEADER_EPOCH
     follower_fetch(leader, tid, 5, replica=2, leader_epoch=epoch)
     latest = list_latest(leader, topic)
     assert (latest.error_code, latest.offset) == (0, 5)
