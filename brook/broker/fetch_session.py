@@ -143,9 +143,21 @@ class FetchSession:
     cached_size: int = -1
     evictable_by_all: bool = False
     evictable_by_privileged: bool = False
+    # A follower's session only: the partitions that changed since its last fetch (in the
+    # order they changed), fed by the partitions themselves (appends, HW and leadership
+    # moves); an incremental fetch reads only these and those its request names.
+    dirty: dict[PartitionKey, None] | None = None
+    # Called when a partition becomes dirty (a long-polling fetch of this session wakes).
+    waker: Callable[[], None] | None = None
 
     def evictable_key(self) -> tuple[bool, int, int]:
         return (self.privileged, self.cached_size, self.id)
+
+    def mark_dirty(self, key: PartitionKey) -> None:
+        if self.dirty is not None:
+            self.dirty[key] = None
+            if self.waker is not None:
+                self.waker()
 
 
 class _Shard:
@@ -186,6 +198,7 @@ class _Shard:
             last_used_ms=now,
             epoch=next_epoch(INITIAL_EPOCH),
             partitions=partitions,
+            dirty=dict.fromkeys(partitions) if privileged else None,
         )
         self.sessions[session.id] = session
         self.touch(session, now)
@@ -330,7 +343,7 @@ class FetchSessionCache:
                 if not cached.params.topic:
                     name = topic_names.get(cached.params.topic_id, "")
                     cached.params = dataclasses.replace(cached.params, topic=name)
-        return IncrementalFetchContext(session, epoch)
+        return IncrementalFetchContext(session, epoch, requested)
 
     def _create_session(
         self,
@@ -457,12 +470,50 @@ class FullFetchContext(_ListedFetchContext):
 class IncrementalFetchContext(FetchContext):
     """A fetch in an existing session: reads every cached partition, answers only changes."""
 
-    def __init__(self, session: FetchSession, request_epoch: int) -> None:
+    def __init__(
+        self,
+        session: FetchSession,
+        request_epoch: int,
+        requested: Mapping[PartitionKey, FetchPartition] | None = None,
+    ) -> None:
         super().__init__()
         self.session = session
         self._expected_epoch = next_epoch(request_epoch)
         # Fixed at request time: the response lists partitions in the order they were read.
-        self._snapshot = [(key, c.params) for key, c in session.partitions.items()]
+        cache = session.partitions
+        if session.dirty is None:
+            self._snapshot = [(key, c.params) for key, c in cache.items()]
+        else:
+            # A follower's session: only what changed since its last fetch, and what this
+            # request names (new partitions, new fetch offsets); the rest is unchanged and
+            # would not be in the response. The handler marks again what stays unfinished.
+            keys = dict(session.dirty)
+            keys.update(dict.fromkeys(requested or ()))
+            session.dirty.clear()
+            self._snapshot = [(key, cache[key].params) for key in keys if key in cache]
+
+    def take_changes(self) -> None:
+        """A follower's session: add the partitions that changed since this fetch was
+        accepted (while it long-polled) to what it reads and answers."""
+        dirty = self.session.dirty
+        if not dirty:
+            return
+        have = {key for key, _ in self._snapshot}
+        cache = self.session.partitions
+        self._snapshot.extend(
+            (key, cache[key].params) for key in dirty if key not in have and key in cache
+        )
+        dirty.clear()
+
+    def keep_dirty(self, key: PartitionKey) -> None:
+        """``key`` is not finished (more to send, an error): the next fetch reads it again."""
+        if self.session.dirty is not None:
+            self.session.dirty[key] = None
+
+    @property
+    def reads_changes_only(self) -> bool:
+        """Whether ``partitions()`` is only what changed (a follower's session)."""
+        return self.session.dirty is not None
 
     def partitions(self) -> list[FetchPartition]:
         return [fp for _, fp in self._snapshot]

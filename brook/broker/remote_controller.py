@@ -21,6 +21,8 @@ from brook.metadata.controller_api import (
     Committed,
     ControllerError,
     HeartbeatReply,
+    IsrChange,
+    IsrChangeResult,
     PartitionResult,
     ProducerIdBlock,
     Reassignment,
@@ -34,6 +36,7 @@ from brook.protocol.errors import Errors
 from .handlers import (
     allocate_producer_ids,
     alter_configs,
+    alter_partition,
     alter_partition_reassignments,
     broker_heartbeat,
     broker_registration,
@@ -241,6 +244,18 @@ class RemoteController:
         _raise_error(response)
         return HeartbeatReply(response.is_caught_up, response.is_fenced, response.should_shut_down)
 
+    async def alter_partition(
+        self, broker_id: int, broker_epoch: int, changes: Sequence[IsrChange]
+    ) -> Committed[list[IsrChangeResult]]:
+        response = await self._send(
+            ApiKey.ALTER_PARTITION,
+            alter_partition.REMOTE_VERSION,
+            alter_partition.request_of(broker_id, broker_epoch, list(changes)),
+            _top_level_refused,
+        )
+        _raise_error(response)
+        return Committed(alter_partition.results_of(response))
+
     async def forward(self, api_key: ApiKey, version: int, request: Any) -> Any:
         """Send a request as it came (DescribeQuorum) to the active controller."""
         return await self._send(api_key, version, request, _top_level_refused)
@@ -319,3 +334,6 @@ class ControllerRouter:
 
     async def broker_heartbeat(self, *args: Any) -> Any:
         return await self._call("broker_heartbeat", *args)
+
+    async def alter_partition(self, *args: Any) -> Any:
+        return await self._call("alter_partition", *args)

@@ -9,6 +9,7 @@ partition whose log directory failed, or whose log could not be opened, is offli
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
@@ -19,7 +20,9 @@ from brook.config.defs import Config
 from brook.config.topic import TOPIC_CONFIG, effective_topic_config
 from brook.log.config import LogConfig
 from brook.log.manager import LogManager
+from brook.metadata.controller_api import ControllerApi
 from brook.metadata.image import (
+    BrokerInfo,
     Change,
     ConfigChanged,
     MetadataImage,
@@ -37,7 +40,11 @@ from brook.metadata.records import (
 )
 from brook.protocol.errors import Errors, KafkaError
 
-from . import topic_config
+from . import delayed, topic_config
+from .alter_partition_manager import AlterPartitionManager
+from .delayed import DelayedProduce, PendingAcks
+from .fetch_session import FetchSession
+from .leader_state import IsrUpdate
 from .partition import Partition
 
 log = logging.getLogger(__name__)
@@ -46,6 +53,11 @@ TopicPartition = tuple[str, int]
 # Told (partition, is_leader) when this broker becomes leader of a partition (or leader again
 # under a new epoch) and when it stops leading it; the group coordinator loads its groups so.
 LeadershipListener = Callable[[Partition, bool], None]
+# Told (partition, is_leader) on every role change of a hosted partition: becoming leader
+# (or leader again under a new epoch), becoming a follower (or following a new leader or
+# epoch), and being removed or going offline (is_leader False). The replica fetcher starts
+# and stops fetching so.
+RoleListener = Callable[[Partition, bool], None]
 
 
 def now_ms() -> int:
@@ -65,9 +77,78 @@ class ReplicaManager:
         self.offline: dict[TopicPartition, int] = {}
         self._checkpointed_hw: dict[TopicPartition, int] = {}
         self._leadership_listeners: list[LeadershipListener] = []
+        self._role_listeners: list[RoleListener] = []
+        self.lag_time_max_ms = int(server_config["replica.lag.time.max.ms"])
+        self.clock: Callable[[], int] = now_ms
+        # Where the partitions' ISR updates go (the AlterPartition manager, set by the node).
+        self.submit_isr_update: Callable[[Partition, IsrUpdate], None] | None = None
+        self.alter_partition_manager: AlterPartitionManager | None = None
+        self._shrink_task: asyncio.Task[None] | None = None
 
     def add_leadership_listener(self, listener: LeadershipListener) -> None:
         self._leadership_listeners.append(listener)
+
+    def add_role_listener(self, cb: RoleListener) -> None:
+        """``cb(partition, is_leader)`` on every role change of a partition hosted here,
+        becoming a follower included (see ``RoleListener``)."""
+        self._role_listeners.append(cb)
+
+    def _notify_role(self, partition: Partition, is_leader: bool) -> None:
+        for listener in self._role_listeners:
+            listener(partition, is_leader)
+
+    def _broker(self, broker_id: int) -> BrokerInfo | None:
+        return self.image.brokers.get(broker_id)
+
+    def start_isr_management(
+        self, controller: ControllerApi, broker_epoch: Callable[[], int]
+    ) -> AlterPartitionManager:
+        """Send this broker's ISR updates to the controller and check every
+        ``replica.lag.time.max.ms`` / 2 for ISR members that fell behind."""
+        manager = AlterPartitionManager(controller, self.node_id, broker_epoch)
+        self.alter_partition_manager = manager
+        self.submit_isr_update = manager.submit
+        self._shrink_task = asyncio.get_running_loop().create_task(self._shrink_loop())
+        return manager
+
+    async def _shrink_loop(self) -> None:
+        interval = max(self.lag_time_max_ms / 2, 10) / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.shrink_isrs()
+            except Exception:
+                log.exception("the ISR shrink check failed")
+
+    # ------------------------------------------------------------------ waiting for replicas
+    def delayed_produce(self, pending: Sequence[PendingAcks]) -> DelayedProduce:
+        """acks=all: the partitions of a produce waiting until the HW passes their records
+        (``delayed.py``)."""
+        return DelayedProduce(pending)
+
+    async def wait_for_data(
+        self,
+        partitions: Sequence[Partition],
+        *,
+        follower: bool,
+        max_wait_ms: int,
+        enough: Callable[[], bool],
+        session: FetchSession | None = None,
+    ) -> None:
+        """A long-polling fetch: wait for something new to read (``delayed.py``)."""
+        await delayed.wait_for_data(
+            partitions, follower=follower, max_wait_ms=max_wait_ms, enough=enough, session=session
+        )
+
+    def shrink_isrs(self) -> int:
+        """Kafka's isr-expiration task (every ``replica.lag.time.max.ms`` / 2): each led
+        partition drops the ISR members that have not caught up for the lag time. Returns
+        how many partitions asked for a shrink."""
+        asked = 0
+        for partition in self.partitions.values():
+            if partition.is_leader and partition.maybe_shrink_isr() is not None:
+                asked += 1
+        return asked
 
     def _notify_leadership(self, partition: Partition, is_leader: bool) -> None:
         for listener in self._leadership_listeners:
@@ -100,6 +181,10 @@ class ReplicaManager:
                 self._apply_partition(topic.name, info, configs)
 
     def shutdown(self) -> None:
+        if self._shrink_task is not None:
+            self._shrink_task.cancel()
+        if self.alter_partition_manager is not None:
+            self.alter_partition_manager.close()
         self.checkpoint_high_watermarks()
         for partition in self.partitions.values():
             partition.close()
@@ -188,14 +273,31 @@ class ReplicaManager:
                 self.node_id,
                 plog,
                 high_watermark=max(plog.log_start_offset, min(hw, plog.log_end_offset)),
+                lag_time_max_ms=self.lag_time_max_ms,
+                clock=self.clock,
+                broker=self._broker,
+                submit_isr_update=self._submit_isr_update,
             )
             self.partitions[tp] = partition
-        was_leader, old_epoch = partition.is_leader, partition.leader_epoch
+            was_leader, old_epoch, old_leader = False, -1, -2
+        else:
+            was_leader, old_epoch = partition.is_leader, partition.leader_epoch
+            old_leader = partition.leader_id
         partition.update(info)
         if partition.is_leader != was_leader or (
             partition.is_leader and partition.leader_epoch != old_epoch
         ):
             self._notify_leadership(partition, partition.is_leader)
+        if (
+            partition.is_leader != was_leader
+            or partition.leader_epoch != old_epoch
+            or partition.leader_id != old_leader
+        ):
+            self._notify_role(partition, partition.is_leader)
+
+    def _submit_isr_update(self, partition: Partition, update: IsrUpdate) -> None:
+        if self.submit_isr_update is not None:
+            self.submit_isr_update(partition, update)
 
     def _remove(self, tp: TopicPartition) -> None:
         self.offline.pop(tp, None)
@@ -204,6 +306,9 @@ class ReplicaManager:
             return
         if partition.is_leader:
             self._notify_leadership(partition, False)
+        partition.leader_id = -1
+        partition.leader_state = None
+        self._notify_role(partition, False)
         partition.close(Errors.NOT_LEADER_OR_FOLLOWER)
         try:
             self.log_manager.delete_log(*tp)
@@ -240,6 +345,7 @@ class ReplicaManager:
             if partition.is_leader:
                 self._notify_leadership(partition, False)
             partition.mark_offline()
+            self._notify_role(partition, False)
         return gone
 
     # ------------------------------------------------------------------ log creation
@@ -306,4 +412,11 @@ class ReplicaManager:
         return None, Errors.NOT_LEADER_OR_FOLLOWER
 
     def run_retention(self) -> int:
-        return self.log_manager.run_retention(now_ms(), self.high_watermarks())
+        starts = {tp: p.log.log_start_offset for tp, p in self.partitions.items()}
+        deleted = self.log_manager.run_retention(now_ms(), self.high_watermarks())
+        if deleted:
+            # followers' sessions learn the new log starts with their next fetch
+            for tp, partition in self.partitions.items():
+                if partition.log.log_start_offset != starts.get(tp):
+                    partition.notify_log_start_moved()
+        return deleted

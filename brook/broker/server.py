@@ -292,6 +292,7 @@ class Broker:
         self.group_coordinator = GroupCoordinator(self)
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership)
         self.group_coordinator.start()
+        self.replica_manager.start_isr_management(self.controller, lambda: self.broker_epoch)
         self.replica_manager.startup()
         self.loader.add_publisher(self.replica_manager.on_metadata_changes)
         self._apply_fault_delays()

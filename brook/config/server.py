@@ -375,8 +375,8 @@ SERVER_CONFIG = ConfigDef(
             Type.LONG,
             30000,
             at_least(0),
-            "A follower that has not caught up for this long leaves the ISR (no followers yet)",
-            inert=True,
+            "A follower that has not caught up to the leader's log end for this long leaves "
+            "the ISR; the leader checks every half of it",
         ),
         *(
             _K(name, t, default, check, f"{doc} (no followers yet)", inert=True)

@@ -31,6 +31,8 @@ __all__ = [
     "CreateTopicSpec",
     "CreatedTopic",
     "HeartbeatReply",
+    "IsrChange",
+    "IsrChangeResult",
     "Outcome",
     "ProducerIdBlock",
     "Reassignment",
@@ -96,6 +98,33 @@ class Reassignment:
     removing: tuple[int, ...] = field(default=())
 
 
+@dataclass(frozen=True, slots=True)
+class IsrChange:
+    """One partition of an AlterPartition request: the ISR its leader asks for."""
+
+    topic_id: uuid.UUID
+    partition: int
+    leader_epoch: int
+    # (broker id, broker epoch) of each member; the epoch is -1 when not known (v2)
+    new_isr: tuple[tuple[int, int], ...]
+    partition_epoch: int
+    leader_recovery_state: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class IsrChangeResult:
+    """The controller's answer for one partition: an error, or the partition's new state."""
+
+    topic_id: uuid.UUID
+    partition: int
+    error_code: int
+    leader_id: int = -1
+    leader_epoch: int = -1
+    isr: tuple[int, ...] = ()
+    partition_epoch: int = -1
+    leader_recovery_state: int = 0
+
+
 TopicResult = tuple[str | None, uuid.UUID | None, Outcome]
 PartitionResult = tuple[str, int, Outcome]
 
@@ -141,3 +170,10 @@ class ControllerApi(Protocol):
     async def register_broker(self, registration: BrokerRegistration) -> Committed[int]: ...
 
     async def broker_heartbeat(self, heartbeat: BrokerHeartbeat) -> HeartbeatReply: ...
+
+    async def alter_partition(
+        self, broker_id: int, broker_epoch: int, changes: Sequence[IsrChange]
+    ) -> Committed[list[IsrChangeResult]]:
+        """A partition leader's ISR changes (AlterPartition). A stale broker epoch fails the
+        whole request (STALE_BROKER_EPOCH); each partition gets its own error or state."""
+        ...

@@ -36,6 +36,8 @@ from .controller_api import (
     Committed,
     ControllerError,
     HeartbeatReply,
+    IsrChange,
+    IsrChangeResult,
     Outcome,
     PartitionResult,
     ProducerIdBlock,
@@ -44,6 +46,7 @@ from .controller_api import (
 )
 from .image import MetadataImage
 from .loader import MetadataLoader
+from .partition_change import alter_isr, applied
 from .quorum import CommittedBatch, LeaderAndEpoch, MetadataQuorum, NotLeaderError, StorageError
 from .records import MetadataRecord, encode
 
@@ -316,6 +319,60 @@ class QuorumController:
             return records, reply
 
         return (await self._run(decide)).value
+
+    async def alter_partition(
+        self, broker_id: int, broker_epoch: int, changes: Sequence[IsrChange]
+    ) -> Committed[list[IsrChangeResult]]:
+        def decide(_: Controller, cluster: ClusterControl) -> tuple[Any, list[IsrChangeResult]]:
+            self._check_broker_epoch(broker_id, broker_epoch)
+            image = cluster.image
+            records: list[MetadataRecord] = []
+            results: list[IsrChangeResult] = []
+            for change in changes:
+                topic = image.topics_by_id.get(change.topic_id)
+                if topic is None:
+                    results.append(
+                        IsrChangeResult(change.topic_id, change.partition, Errors.UNKNOWN_TOPIC_ID)
+                    )
+                    continue
+                info = topic.partitions.get(change.partition)
+                if info is None:
+                    results.append(
+                        IsrChangeResult(
+                            change.topic_id, change.partition, Errors.UNKNOWN_TOPIC_OR_PARTITION
+                        )
+                    )
+                    continue
+                error, record = alter_isr(
+                    info,
+                    broker_id,
+                    change.leader_epoch,
+                    change.partition_epoch,
+                    change.new_isr,
+                    change.leader_recovery_state,
+                    image.brokers,
+                )
+                if record is not None:
+                    records.append(record)
+                if error != Errors.NONE:
+                    results.append(IsrChangeResult(change.topic_id, change.partition, error))
+                    continue
+                new = applied(info, record)
+                results.append(
+                    IsrChangeResult(
+                        change.topic_id,
+                        change.partition,
+                        Errors.NONE,
+                        new.leader,
+                        new.leader_epoch,
+                        new.isr,
+                        new.partition_epoch,
+                        new.leader_recovery_state,
+                    )
+                )
+            return records, results
+
+        return await self._run(decide)
 
     def _check_broker_epoch(self, broker_id: int, broker_epoch: int) -> Any:
         broker = self._require_active().image.brokers.get(broker_id)

@@ -3,6 +3,7 @@
 from . import (  # noqa: F401
     allocate_producer_ids,
     alter_configs,
+    alter_partition,
     alter_partition_reassignments,
     api_versions,
     broker_heartbeat,

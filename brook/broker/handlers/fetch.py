@@ -1,5 +1,15 @@
 """Fetch (1), v4-18: consumers read up to the high watermark, followers up to the log end.
 
+A follower (replica id >= 0: the top-level ReplicaId before v15, the tagged ReplicaState
+{replica id, broker epoch} from v15) is checked as Kafka's leader checks it: leadership and
+leader epoch (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH), then
+membership (a replica outside the assignment gets UNKNOWN_LEADER_EPOCH when it sent an epoch,
+else NOT_LEADER_OR_FOLLOWER), then, with a last fetched epoch, OFFSET_OUT_OF_RANGE below the
+log start before any DivergingEpoch. Its fetch offset is then recorded as its position (the
+leader's HW and ISR rules, partition.py), unless it diverged; a fetch from an older broker
+epoch than the registered one gets NOT_LEADER_OR_FOLLOWER. A follower's long poll wakes on an
+append, a consumer's on an HW move.
+
 Every request goes through the fetch session cache (KIP-227, fetch_session.py): sessionless,
 full, or incremental, and an incremental response carries only partitions that changed.
 The request is held until ``min_bytes`` are available or ``max_wait`` passes (long poll); a
@@ -13,8 +23,6 @@ Stored batches go to the socket as they are (brook.protocol.fetch_codec); large 
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
 from collections.abc import Sized
 from typing import TYPE_CHECKING, Any
@@ -24,7 +32,14 @@ from brook.protocol.build import to_ms
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.fetch_codec import encode_fetch_response
 
-from ..fetch_session import FetchContext, FetchPartition, PartitionKey, PartitionResult
+from ..fetch_session import (
+    FetchContext,
+    FetchPartition,
+    FullFetchContext,
+    IncrementalFetchContext,
+    PartitionKey,
+    PartitionResult,
+)
 from ..registry import RequestContext, handler
 from .common import leader_hint
 
@@ -41,7 +56,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     broker = ctx.broker
     version = ctx.api_version
     uses_ids = version >= 13
-    replica_id = request.replica_state.replica_id if version >= 15 else request.replica_id
+    replica_id, broker_epoch = replica_of(request, version)
     is_follower = replica_id >= 0
     partitions: list[FetchPartition] = []
     for topic in request.topics:
@@ -83,12 +98,21 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             version, [], error_code=session.error_code, read_committed=read_committed
         )
     max_bytes = min(request.max_bytes, int(broker.config["fetch.max.bytes"]))
-    fetch = _Fetch(broker, ctx, session, is_follower, max_bytes)
+    fetch = _Fetch(broker, ctx, session, replica_id, broker_epoch, max_bytes)
     fetch.read()
     max_wait = to_ms(request.max_wait, 0)
     if fetch.done(request.min_bytes) or max_wait <= 0:
         return fetch.response(read_committed)
     return fetch.long_poll(request.min_bytes, max_wait, read_committed)
+
+
+def replica_of(request: Any, version: int) -> tuple[int, int]:
+    """(replica id, broker epoch) of the sender: v15+ carry them in the tagged ReplicaState
+    (KIP-903), older versions only the top-level ReplicaId. -1 is a consumer."""
+    if version >= 15:
+        state = request.replica_state
+        return int(state.replica_id), int(state.replica_epoch)
+    return int(request.replica_id), -1
 
 
 def _state(partition: Partition) -> tuple[int, int, int]:
@@ -101,13 +125,16 @@ class _Fetch:
         broker: Broker,
         ctx: RequestContext,
         session: FetchContext,
-        is_follower: bool,
+        replica_id: int,
+        broker_epoch: int,
         max_bytes: int,
     ) -> None:
         self.broker = broker
         self.ctx = ctx
         self.session = session
-        self.is_follower = is_follower
+        self.replica_id = replica_id
+        self.broker_epoch = broker_epoch
+        self.is_follower = replica_id >= 0
         self.max_bytes = max_bytes
         self.results: dict[PartitionKey, PartitionResult] = {}
         self.bytes = 0
@@ -116,6 +143,12 @@ class _Fetch:
         self.marks: list[int] = []
         # What each hosted partition looked like when it was read (see ``read``).
         self.states: dict[PartitionKey, tuple[Partition, tuple[int, int, int]]] = {}
+        # A follower's incremental session reads only what changed (see docs/design.md).
+        self.changes: IncrementalFetchContext | None = (
+            session
+            if isinstance(session, IncrementalFetchContext) and session.reads_changes_only
+            else None
+        )
 
     def key(self, fp: FetchPartition) -> PartitionKey:
         return (fp.topic_id if self.ctx.api_version >= 13 else fp.topic, fp.partition)
@@ -153,6 +186,16 @@ class _Fetch:
             if partition is not None:
                 self.hosted.append(partition)
                 self.states[key] = (partition, _state(partition))
+            if self.changes is not None:
+                if partition is not None:
+                    partition.watch(self.changes.session, key)
+                if (
+                    result.error_code
+                    or result.diverging_epoch is not None
+                    or partition is None
+                    or fp.fetch_offset < partition.log.log_end_offset
+                ):
+                    self.changes.keep_dirty(key)
             self.bytes += len(result.records)
             budget = max(0, budget - len(result.records))
         self.marks = [p.appended_bytes for p in self.hosted]
@@ -171,6 +214,15 @@ class _Fetch:
         code = partition.check_leader_epoch(fp.current_leader_epoch)
         if code:
             return self._with_hint(_error(code), fp), None
+        if self.is_follower and self.replica_id not in partition.replicas:
+            # Kafka's followerReplicaOrThrow: with an epoch, a replica not (yet) assigned
+            # retries (a reassignment adding it is on its way); without, it is told off.
+            code = (
+                Errors.UNKNOWN_LEADER_EPOCH
+                if fp.current_leader_epoch >= 0
+                else Errors.NOT_LEADER_OR_FOLLOWER
+            )
+            return self._with_hint(_error(code), fp), None
         log = partition.log
         result = PartitionResult(
             Errors.NONE,
@@ -180,9 +232,12 @@ class _Fetch:
             b"",
         )
         if fp.last_fetched_epoch >= 0:
-            epoch, end = log.end_offset_for_epoch(fp.last_fetched_epoch)
-            if epoch < fp.last_fetched_epoch or end < fp.fetch_offset:
-                result.diverging_epoch = (epoch, end)
+            diverging = _divergence(partition, fp)
+            if isinstance(diverging, int):
+                result.error_code = diverging
+                return result, partition
+            if diverging is not None:
+                result.diverging_epoch = diverging
                 return result, partition
         try:
             data = partition.read(
@@ -195,6 +250,15 @@ class _Fetch:
         except KafkaError as exc:
             result.error_code = exc.code
             return result, partition
+        if self.is_follower:
+            try:
+                partition.record_follower_fetch(
+                    self.replica_id, fp.fetch_offset, fp.log_start_offset, self.broker_epoch
+                )
+            except KafkaError as exc:
+                return self._with_hint(_error(exc.code), fp), None
+            # the fetch may have moved the HW
+            result.high_watermark = result.last_stable_offset = partition.high_watermark
         result.records = data.records
         result.log_start_offset = data.log_start_offset
         return result, partition
@@ -209,37 +273,38 @@ class _Fetch:
         return result
 
     def done(self, min_bytes: int) -> bool:
-        return self.errors or self.bytes >= min_bytes or not self.results
+        # A follower's session with nothing changed reads nothing, yet waits like any other.
+        empty = not self.results and self.changes is None
+        return self.errors or self.bytes >= min_bytes or empty
 
     async def long_poll(
         self, min_bytes: int, max_wait_ms: int, read_committed: bool
     ) -> list[Sized]:
-        deadline = time.monotonic() + max_wait_ms / 1000
-        loop = asyncio.get_running_loop()
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not self.hosted:
-                break
-            # One future for the whole fetch, registered with every partition it reads and
-            # taken back from all of them, however the wait ends.
-            waiter: asyncio.Future[None] = loop.create_future()
-            for p in self.hosted:
-                p.add_data_waiter(waiter)
-            try:
-                await asyncio.wait((waiter,), timeout=remaining)
-            finally:
-                for p in self.hosted:
-                    p.remove_data_waiter(waiter)
-                if not waiter.done():
-                    waiter.cancel()
+        def enough() -> bool:
             grown = sum(p.appended_bytes - m for p, m in zip(self.hosted, self.marks, strict=True))
-            if self.bytes + grown >= min_bytes or any(not p.is_leader for p in self.hosted):
-                break
+            return self.bytes + grown >= min_bytes
+
+        changes = self.changes
+        await self.broker.replica_manager.wait_for_data(
+            self.hosted,
+            follower=self.is_follower,
+            max_wait_ms=max_wait_ms,
+            enough=enough,
+            session=None if changes is None else changes.session,
+        )
+        if changes is not None:
+            changes.take_changes()
         self.read(again=True)
         return self.response(read_committed)
 
     def response(self, read_committed: bool) -> list[Sized]:
         data = self.session.build_response(self.results)
+        if self.is_follower and isinstance(self.session, FullFetchContext) and data.session_id:
+            # a follower's new session: its partitions tell it when they change
+            created = self.broker.fetch_sessions.get(data.session_id)
+            if created is not None:
+                for key, (partition, _) in self.states.items():
+                    partition.watch(created, key)
         version = self.ctx.api_version
         topics: list[tuple[str | uuid.UUID, list[tuple[int, PartitionResult]]]] = []
         endpoints: dict[int, tuple[int, str, int, str | None]] = {}
@@ -268,6 +333,27 @@ class _Fetch:
             node_endpoints=list(endpoints.values()),
             read_committed=read_committed,
         )
+
+
+def _divergence(partition: Partition, fp: FetchPartition) -> tuple[int, int] | int | None:
+    """Kafka's readRecords checks for a fetch naming its last fetched epoch, in its order: an
+    offset below the log start is OFFSET_OUT_OF_RANGE (before any divergence); then the
+    (epoch, end offset) the follower must truncate to when its epoch ended earlier here, or
+    None when it has not diverged."""
+    log = partition.log
+    epoch, end = log.end_offset_for_epoch(fp.last_fetched_epoch)
+    latest = log.epoch_cache.latest_epoch()
+    if epoch < 0 and latest is not None and fp.last_fetched_epoch <= partition.leader_epoch:
+        # an epoch after the last one this log wrote but not after the current one: Kafka's
+        # leader has an entry for its epoch starting at the log end, and answers so
+        epoch, end = latest, log.log_end_offset
+    if epoch < 0 or end < 0:
+        return Errors.OFFSET_OUT_OF_RANGE
+    if fp.fetch_offset < log.log_start_offset:
+        return Errors.OFFSET_OUT_OF_RANGE
+    if epoch < fp.last_fetched_epoch or end < fp.fetch_offset:
+        return (epoch, end)
+    return None
 
 
 def _error(code: int) -> PartitionResult:

@@ -1,6 +1,12 @@
 """ListOffsets (2), v1-10: earliest (-2), latest (-1, the high watermark), max timestamp (-3,
 v7+), earliest local (-4, v8+), latest tiered (-5, v9+: none without tiered storage), or the
 first offset whose timestamp is at or after the given one, below the high watermark.
+
+A leader elected with a high watermark below the start of its epoch (its followers have not
+fetched yet) answers a client's "latest", and a timestamp lookup that finds nothing below
+the HW, with OFFSET_NOT_AVAILABLE: the HW it would give may still be behind offsets the
+previous leader acknowledged (Kafka's Partition.fetchOffsetForTimestamp). Requests from a
+replica (ReplicaId >= 0) are not refused so.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4,
 @handler(ApiKey.LIST_OFFSETS, (1, 10))
 def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     rm = ctx.broker.replica_manager
+    client = int(getattr(request, "replica_id", -1)) < 0
     seen: set[tuple[str, int]] = set()
     duplicates = {
         (t.name, p.partition_index)
@@ -51,7 +58,11 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
             log = partition.log
             target = int(p.timestamp)
             hw = partition.high_watermark
+            lagging = client and partition.epoch_start_offset > hw
             if target == LATEST:
+                if lagging:
+                    entry["error_code"] = Errors.OFFSET_NOT_AVAILABLE
+                    continue
                 entry.update(offset=hw, leader_epoch=partition.leader_epoch)
             elif target in (EARLIEST, EARLIEST_LOCAL):
                 epoch = log.epoch_cache.epoch_for_offset(log.log_start_offset)
@@ -60,15 +71,16 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 )
             elif target == LATEST_TIERED:
                 pass
-            elif target == MAX_TIMESTAMP:
-                found = log.max_timestamp_offset()
-                if found is not None and found[0] < hw:
-                    entry.update(offset=found[0], timestamp=found[1], leader_epoch=found[2])
-            elif target < 0:
+            elif target < 0 and target != MAX_TIMESTAMP:
                 entry["error_code"] = Errors.INVALID_REQUEST
             else:
-                found = log.offset_for_timestamp(target)
+                if target == MAX_TIMESTAMP:
+                    found = log.max_timestamp_offset()
+                else:
+                    found = log.offset_for_timestamp(target)
                 if found is not None and found[0] < hw:
                     entry.update(offset=found[0], timestamp=found[1], leader_epoch=found[2])
+                elif lagging:
+                    entry["error_code"] = Errors.OFFSET_NOT_AVAILABLE
         topics.append({"name": topic.name, "partitions": partitions})
     return {"throttle_time": 0, "topics": topics}

@@ -5,11 +5,14 @@ Per partition: internal topics refused (INVALID_TOPIC_EXCEPTION, as Kafka answer
 the group coordinator appends to ``__consumer_offsets`` directly), leadership, then the log's
 validation (CRC, one magic-2 batch, sizes, idempotent sequences, every record) and append. A
 batch with invalid records is refused whole with KIP-467's ``record_errors`` (v8+): the index
-and message of each bad record, so a client fails exactly those. acks=all waits for the high
-watermark; acks=0 sends nothing back and closes the connection if any partition failed
-(Kafka's way of telling the client). NOT_LEADER_OR_FOLLOWER carries the leader hint and
-endpoint for v10+ (KIP-951). v13 names topics by id. The response is hand-encoded (see
-brook.protocol.produce_codec).
+and message of each bad record, so a client fails exactly those. acks=all is refused with
+NOT_ENOUGH_REPLICAS before anything is written while the ISR is below the effective min ISR,
+then waits in the replica manager (brook.broker.delayed) until the high watermark passes the
+records: NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT at the request's timeout or
+NOT_LEADER_OR_FOLLOWER when it does not end well; acks=0 sends nothing back and closes the
+connection if any partition failed (Kafka's way of telling the client).
+NOT_LEADER_OR_FOLLOWER carries the leader hint and endpoint for v10+ (KIP-951). v13 names
+topics by id. The response is hand-encoded (see brook.protocol.produce_codec).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from brook.protocol.compression import Codec
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.produce_codec import PartitionProduceResult, encode_produce_response
 
+from ..delayed import DelayedProduce, PendingAcks
 from ..partition import Partition
 from ..registry import RequestContext, handler
 from .common import leader_hint
@@ -115,17 +119,33 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         for p, r, a in appended
         if not a.duplicate and p.log.unflushed_messages() >= p.log.config.flush_messages
     ]
-    waits = []
+    acks_of: dict[int, tuple[PartitionProduceResult, PendingAcks]] = {}
+    delayed = None
     if acks == -1:
         for partition, result, append in appended:
-            fut = partition.wait_for_acks(append.last_offset + 1)
-            if fut is not None:
-                waits.append((result, fut))
-    if not waits and not needs_flush and not delay_ms:
+            acks_of[id(result)] = (result, PendingAcks(partition, append.last_offset + 1))
+        delayed = rm.delayed_produce([item for _, item in acks_of.values()])
+        if not delayed.waiting:
+            _apply_acks(acks_of)
+            delayed = None
+    if delayed is None and not needs_flush and not delay_ms:
         return encode_produce_response(version, topics, list(hints.values()))
     return _complete(
-        version, topics, list(hints.values()), waits, needs_flush, request.timeout, delay_ms
+        version,
+        topics,
+        list(hints.values()),
+        delayed,
+        acks_of,
+        needs_flush,
+        request.timeout,
+        delay_ms,
     )
+
+
+def _apply_acks(acks_of: dict[int, tuple[PartitionProduceResult, PendingAcks]]) -> None:
+    for result, item in acks_of.values():
+        if item.error_code != Errors.NONE:
+            result.error_code = item.error_code
 
 
 def check_records(records: bytes | None, version: int) -> None:
@@ -149,7 +169,8 @@ async def _complete(
     version: int,
     topics: list[tuple[str | uuid.UUID, list[PartitionProduceResult]]],
     hints: list[tuple[int, str, int, str | None]],
-    waits: list[tuple[PartitionProduceResult, asyncio.Future[None]]],
+    delayed: DelayedProduce | None,
+    acks_of: dict[int, tuple[PartitionProduceResult, PendingAcks]],
     needs_flush: list[tuple[Partition, PartitionProduceResult]],
     timeout_ms: Any,
     delay_ms: int,
@@ -165,19 +186,12 @@ async def _complete(
                     outcome = KafkaError(Errors.UNKNOWN_SERVER_ERROR, str(outcome))
                 result.error_code, result.error_message = outcome.code, outcome.message
                 result.base_offset = -1
-                for failed in [f for r, f in waits if r is result]:
-                    failed.cancel()
-                waits = [(r, f) for r, f in waits if r is not result]
-    if waits:
-        timeout = _ms(timeout_ms) / 1000
-        done, _pending = await asyncio.wait([f for _, f in waits], timeout=max(timeout, 0))
-        for result, fut in waits:
-            if fut not in done:
-                fut.cancel()
-                result.error_code = Errors.REQUEST_TIMED_OUT
-            elif fut.exception() is not None:
-                exc = fut.exception()
-                result.error_code = exc.code if isinstance(exc, KafkaError) else -1
+                entry = acks_of.pop(id(result), None)
+                if entry is not None and delayed is not None:
+                    delayed.drop(entry[1])
+    if delayed is not None:
+        await delayed.wait(_ms(timeout_ms))
+        _apply_acks(acks_of)
     if delay_ms:
         await asyncio.sleep(delay_ms / 1000)
     return encode_produce_response(version, topics, hints)

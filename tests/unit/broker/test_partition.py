@@ -7,13 +7,14 @@ import asyncio
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from brook.broker.partition import Partition
 from brook.log.config import LogConfig
 from brook.log.log import PartitionLog
-from brook.metadata.image import PartitionInfo
+from brook.metadata.image import BrokerInfo, PartitionInfo
 from brook.protocol.batch import read_header
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.records import build_simple_batch
@@ -72,11 +73,10 @@ def test_with_a_follower_the_high_watermark_waits_for_it(partition: Partition) -
         # consumers read up to the high watermark only; followers up to the log end
         assert partition.read(0, 1 << 20, for_follower=False, min_one_batch=True).records == b""
         assert partition.read(0, 1 << 20, for_follower=True, min_one_batch=True).records
-        partition.followers[2].log_end_offset = 3
-        assert partition.maybe_increment_high_watermark() and partition.high_watermark == 3
+        partition.record_follower_fetch(2, 3, 0, -1)  # the follower has offsets 0-2
+        assert partition.high_watermark == 3
         assert not waiter.done()
-        partition.followers[2].log_end_offset = 5
-        partition.maybe_increment_high_watermark()
+        partition.record_follower_fetch(2, 5, 0, -1)
         await asyncio.wait_for(waiter, 1)
         assert partition.wait_for_acks(5) is None
         # a follower out of the ISR no longer holds the high watermark back
@@ -143,10 +143,88 @@ def test_a_fetch_waiter_is_woken_by_an_append_and_leaves_nothing_behind(
             timed_out: asyncio.Future[None] = loop.create_future()
             partition.add_data_waiter(timed_out)
             partition.remove_data_waiter(timed_out)
-        assert not partition._data_waiters
+        assert partition.waiting_fetches == 0
         woken: asyncio.Future[None] = loop.create_future()
         partition.add_data_waiter(woken)
         _append(partition)
-        assert woken.done() and not partition._data_waiters
+        assert woken.done() and partition.waiting_fetches == 0
 
     asyncio.run(run())
+
+
+def test_a_followers_long_poll_wakes_on_an_append_a_consumers_on_an_hw_move(
+    partition: Partition,
+) -> None:
+    async def run() -> None:
+        partition.update(_info(1, 0, (1, 2), (1, 2)))
+        loop = asyncio.get_running_loop()
+        follower: asyncio.Future[None] = loop.create_future()
+        consumer: asyncio.Future[None] = loop.create_future()
+        partition.add_data_waiter(follower, follower=True)
+        partition.add_data_waiter(consumer)
+        _append(partition)  # the HW stays: follower 2 has not fetched it
+        assert follower.done() and not consumer.done()
+        partition.record_follower_fetch(2, 3, 0, -1)
+        assert partition.high_watermark == 3 and consumer.done()
+        assert partition.waiting_fetches == 0
+
+    asyncio.run(run())
+
+
+def test_a_leader_again_forgets_its_followers_positions(partition: Partition) -> None:
+    """Follower 2 was at offset 5 under epoch 0. Broker 1 follows in epoch 1 (its HW falls
+    back to 3, as a follower's HW is min(the leader's HW, its own end)) and leads again in
+    epoch 2: until 2 fetches again nothing says it still has offsets 3-4."""
+    partition.update(_info(1, 0, (1, 2), (1, 2)))
+    _append(partition, 5)
+    partition.record_follower_fetch(2, 5, 0, -1)
+    assert partition.high_watermark == 5
+    partition.update(_info(2, 1, (1, 2), (1, 2)))
+    partition.high_watermark = 3
+    partition.update(_info(1, 2, (1, 2), (1, 2)))
+    assert partition.high_watermark == 3
+    follower = partition.follower(2)
+    assert follower is not None and follower.log_end_offset == -1
+    partition.record_follower_fetch(2, 5, 0, -1)
+    assert partition.high_watermark == 5
+
+
+def test_acks_all_after_the_isr_fell_below_min_isr(open_log: Callable[..., PartitionLog]) -> None:
+    async def run() -> None:
+        p = Partition("t", 0, TOPIC_ID, 1, open_log(**{"min.insync.replicas": 2}))
+        p.update(_info(1, 0, (1, 2), (1, 2)))
+        _append(p, 3, acks=-1)
+        p.record_follower_fetch(2, 3, 0, -1)
+        assert p.wait_for_acks(3) is None
+        # the ISR shrinks to the leader alone: what is already below the HW is written but
+        # no longer on min.insync.replicas replicas
+        p.update(PartitionInfo(TOPIC_ID, 0, (1, 2), (1,), 1, 0, 1))
+        done = p.wait_for_acks(3)
+        assert done is not None
+        with pytest.raises(KafkaError) as after:
+            await done
+        assert after.value.code == Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        with pytest.raises(KafkaError) as before:
+            _append(p, acks=-1)
+        assert before.value.code == Errors.NOT_ENOUGH_REPLICAS
+        assert p.log.log_end_offset == 3  # nothing written
+
+    asyncio.run(run())
+
+
+def test_isr_updates_go_to_the_manager_and_commit_on_the_reply(partition: Partition) -> None:
+    sent: list[Any] = []
+    partition.submit_isr_update = lambda p, u: sent.append(u)
+    fenced = {2: True}
+    partition.broker = lambda b: BrokerInfo(b, 10 + b, uuid.uuid4(), (), None, fenced.get(b, False))
+    partition.update(_info(1, 0, (1, 2), (1,)))
+    _append(partition, 4)
+    partition.record_follower_fetch(2, 4, 0, 12)
+    assert not sent  # a fenced broker never joins
+    fenced[2] = False
+    partition.record_follower_fetch(2, 4, 0, 12)
+    # the HW is at 4 already; 2 is at the HW and the start of epoch 0: it may join
+    assert len(sent) == 1 and sent[0].new_isr_with_epochs == ((1, 11), (2, 12))
+    assert partition.maximal_isr == (1, 2) and partition.isr == (1,)
+    partition.on_isr_reply(sent[0], Errors.NONE, leader_epoch=0, partition_epoch=1, isr=(1, 2))
+    assert partition.isr == (1, 2) and partition.partition_epoch == 1

@@ -251,3 +251,45 @@ def test_partitions_whose_logs_may_be_in_an_unloaded_directory_stay_offline(
     assert not (tmp_path / "d0" / f"t-{lost}").exists()
     rm.shutdown()
     restarted.shutdown()
+
+
+def test_role_listeners_hear_every_role_change(tmp_path: Path) -> None:
+    config = parse_server_config({"log.dirs": str(tmp_path)})
+    manager = LogManager([str(tmp_path)], topic_defaults(config))
+    manager.startup()
+    image = MetadataImage()
+    ep = (Endpoint("PLAINTEXT", "h", 1),)
+    image.apply_all(
+        enumerate(
+            [
+                RegisterBrokerRecord(1, uuid.uuid4(), 0, ep, fenced=False),
+                RegisterBrokerRecord(2, uuid.uuid4(), 1, ep, fenced=False),
+                TopicRecord("t", T1),
+                PartitionRecord(T1, 0, (1, 2), (1, 2), 1),
+                PartitionRecord(T1, 1, (2, 1), (2, 1), 2),
+            ]
+        )
+    )
+    rm = ReplicaManager(1, config, manager, image)
+    roles: list[tuple[str, int, bool]] = []
+    rm.add_role_listener(lambda p, leader: roles.append((f"t-{p.partition}", p.leader_id, leader)))
+    rm.startup()
+    # a leader and a follower from the start
+    assert sorted(roles) == [("t-0", 1, True), ("t-1", 2, False)]
+    apply = lambda record: rm.on_metadata_changes(image.apply(record, image.offset + 1))  # noqa: E731
+    roles.clear()
+    apply(PartitionChangeRecord(T1, 0, isr=(1,)))  # an ISR change: no new role
+    assert roles == []
+    apply(PartitionChangeRecord(T1, 0, leader=2))  # leader -> follower
+    apply(PartitionChangeRecord(T1, 1, leader=2))  # following a new epoch of the same leader
+    apply(PartitionChangeRecord(T1, 1, leader=1))  # follower -> leader
+    apply(PartitionChangeRecord(T1, 1, replicas=(1,), isr=(1,), leader=1))  # leader again
+    apply(PartitionChangeRecord(T1, 0, replicas=(2,), isr=(2,)))  # removed from here
+    assert roles == [
+        ("t-0", 2, False),
+        ("t-1", 2, False),
+        ("t-1", 1, True),
+        ("t-1", 1, True),
+        ("t-0", -1, False),
+    ]
+    rm.shutdown()
