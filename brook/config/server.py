@@ -369,6 +369,31 @@ SERVER_CONFIG = ConfigDef(
             None,
             "Default unclean.leader.election.enable",
         ),
+        # leader balancing (brook/metadata/leader_balance.py)
+        _K(
+            "auto.leader.rebalance.enable",
+            Type.BOOLEAN,
+            True,
+            None,
+            "The active controller moves leadership back to each partition's preferred replica "
+            "(the first in its assignment) when that replica is in the ISR and can lead",
+        ),
+        _K(
+            "leader.imbalance.check.interval.seconds",
+            Type.LONG,
+            300,
+            at_least(1),
+            "How often the active controller checks for partitions not led by their preferred "
+            "replica",
+        ),
+        _K(
+            "leader.imbalance.per.broker.percentage",
+            Type.INT,
+            10,
+            None,
+            "Ignored, as by Kafka's KRaft controller: every imbalanced partition is balanced",
+            inert=True,
+        ),
         # replication
         _K(
             "replica.lag.time.max.ms",
@@ -519,7 +544,6 @@ SERVER_CONFIG = ConfigDef(
                 ("share.coordinator.state.topic.replication.factor", Type.SHORT, 3),
                 ("share.coordinator.state.topic.min.isr", Type.SHORT, 2),
                 ("group.coordinator.rebalance.protocols", Type.LIST, ["classic"]),
-                ("auto.leader.rebalance.enable", Type.BOOLEAN, True),
             ]
         ),
     ],
