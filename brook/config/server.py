@@ -480,7 +480,8 @@ SERVER_CONFIG = ConfigDef(
             Type.SHORT,
             3,
             at_least(1),
-            "Replication factor of __consumer_offsets (capped by live brokers)",
+            "Replication factor of __consumer_offsets; the topic is not created (groups wait, "
+            "COORDINATOR_NOT_AVAILABLE) until this many brokers are alive",
         ),
         _K(
             "offsets.topic.segment.bytes",
@@ -548,6 +549,17 @@ SERVER_CONFIG = ConfigDef(
         ),
     ],
 )
+
+
+# What a node run without a config file (``make run``) starts from: the values Kafka's
+# quickstart config/server.properties sets for a single node, below any --override.
+QUICKSTART_DEFAULTS: dict[str, str] = {
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+}
 
 
 def parse_server_config(props: dict[str, Any]) -> Config:
