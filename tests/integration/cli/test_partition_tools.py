@@ -370,3 +370,79 @@ def test_execute_refusals(
     )
     assert (code, out, err) == (1, message.replace("TOPIC", topic) + "\n", "")
     assert _replicas(admin, topic)[0][0] == (1, 2)
+
+
+def _brokers(admin: Admin) -> set[int]:
+    return {b.node_id for b in admin.describe_cluster().brokers}
+
+
+def test_unclean_election_of_a_partition_without_leader(
+    tool: Tool, cluster: LocalCluster, admin: Admin
+) -> None:
+    topic = _topic(admin, {0: [1, 2]})
+    # broker 2 leaves the ISR (fenced), comes back out of it; then the last ISR member dies
+    cluster.kill(2)
+    wait_for("2 out of the ISR", lambda: _isr(admin, topic) == (1,))
+    cluster.restart(2)
+    wait_for("2 back", lambda: 2 in _brokers(admin))
+    cluster.kill(1)
+    try:
+        wait_for("1 fenced", lambda: 1 not in _brokers(admin))
+        # without unclean.leader.election.enable the controller elects no one by itself
+        wait_for("no leader", lambda: _replicas(admin, topic)[0][1] == -1)
+        assert _isr(admin, topic) == (1,)
+        boot = cluster.node(2).broker_address
+        args = ["--topic", topic, "--partition", "0"]
+        code, out, err = tool(
+            "leader-election", "--election-type", "preferred", *args, bootstrap=boot
+        )
+        assert code == 1 and err == "1 replica(s) could not be elected\n"
+        assert out.startswith(
+            f"Error completing leader election (PREFERRED) for partition: {topic}-0: "
+            "org.apache.kafka.common.errors.PreferredLeaderNotAvailableException"
+        )
+        code, out, err = tool(
+            "leader-election", "--election-type", "unclean", *args, bootstrap=boot
+        )
+        assert (code, out, err) == (
+            0,
+            f"Successfully completed leader election (UNCLEAN) for partitions {topic}-0\n",
+            "",
+        )
+        wait_for("2 leads alone", lambda: _replicas(admin, topic)[0][1] == 2)
+        assert _isr(admin, topic) == (2,)
+    finally:
+        cluster.restart(1)
+    wait_for("1 back", lambda: 1 in _brokers(admin))
+
+
+def test_preferred_election_after_a_restart(
+    tool: Tool, cluster: LocalCluster, admin: Admin
+) -> None:
+    topic = _topic(admin, {0: [3, 1], 1: [3, 2]})
+    wait_for("3 leads", lambda: all(v[1] == 3 for v in _replicas(admin, topic).values()))
+    cluster.restart(3)  # controlled shutdown: leadership moves to 1 and 2
+    wait_for("3 back", lambda: 3 in _brokers(admin))
+    assert [v[1] for v in _replicas(admin, topic).values()] == [1, 2]
+    try:
+        wait_for("3 back in the ISRs", lambda: all(3 in _isr(admin, topic, p) for p in (0, 1)), 20)
+    except TimeoutError:
+        pytest.xfail(
+            "a restarted broker rejoins ISRs through replication (the replica fetcher and "
+            "AlterPartition); until then no preferred election can move leadership back to it"
+        )
+    code, out, err = tool(
+        "leader-election",
+        "--election-type",
+        "preferred",
+        "--all-topic-partitions",
+        bootstrap=cluster.bootstrap_servers,
+    )
+    assert (code, err) == (0, "")
+    assert f"{topic}-0, {topic}-1" in out.split("\n")[0]
+    wait_for("3 leads again", lambda: all(v[1] == 3 for v in _replicas(admin, topic).values()))
+
+
+def _isr(admin: Admin, topic: str, partition: int = 0) -> tuple[int, ...]:
+    described = admin.describe_topics([topic])[topic]
+    return next(p.isr for p in described.partitions if p.partition == partition)
