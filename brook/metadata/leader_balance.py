@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 
 from .image import MetadataImage, PartitionInfo
 from .partition_change import Election, partition_change
-from .records import PartitionChangeRecord
+from .records import NO_LEADER, PartitionChangeRecord
 
 # Kafka's ReplicationControlManager MAX_ELECTIONS_PER_IMBALANCE.
 MAX_ELECTIONS_PER_IMBALANCE = 1000
@@ -56,7 +56,8 @@ def balance_leaders(
         if len(records) >= limit:
             return records, True
         change = partition_change(info, acceptable=acceptable, election=Election.PREFERRED)
-        if change is not None and change.leader is not None:
+        # only a move to a replica that can lead (never away from a leader to none)
+        if change is not None and change.leader not in (None, NO_LEADER):
             records.append(change)
     return records, False
 

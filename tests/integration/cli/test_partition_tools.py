@@ -21,7 +21,9 @@ from brook.cli.local_cluster import LocalCluster
 from brook.client.admin import Admin, NewTopic
 
 OVERRIDES = {
-    "broker.session.timeout.ms": "3000",
+    # long enough that a heartbeat delayed on a loaded machine does not fence a broker (it
+    # would leave the ISRs for good: nothing brings it back without replication)
+    "broker.session.timeout.ms": "6000",
     "broker.heartbeat.interval.ms": "500",
     "auto.leader.rebalance.enable": "false",
 }

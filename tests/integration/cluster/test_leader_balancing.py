@@ -14,7 +14,13 @@ from support import local_cluster
 from brook.cli.local_cluster import LocalCluster
 from brook.client.admin import Admin, NewTopic
 
-OVERRIDES = {**FAST, "leader.imbalance.check.interval.seconds": "1"}
+# Sessions longer than FAST's: a broker fenced by a slow heartbeat on a loaded machine would
+# leave the ISRs for good (no replication brings it back yet) and could not lead again.
+OVERRIDES = {
+    **FAST,
+    "broker.session.timeout.ms": "9000",
+    "leader.imbalance.check.interval.seconds": "1",
+}
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +49,7 @@ def test_leader_follows_a_reordered_preferred_replica(cluster: LocalCluster) -> 
         # the reorder completes at once (no replica to add); the leader stays 1 until the
         # balancer elects the new preferred replica 3, which is in the ISR
         admin.alter_partition_reassignments({(topic, 0): [3, 1, 2]})
+        assert 3 in _leaders(admin, topic)[0][2], "broker 3 left the ISR (fenced?)"
         wait_for(
             "partition 0 led by its new preferred replica",
             lambda: _leaders(admin, topic)[0][:2] == (3, (3, 1, 2)),
