@@ -1,6 +1,7 @@
 """A broker killed while the cluster changes what it hosts comes back: a topic created on it
-meanwhile is hosted (its log created, it leads and serves it), and the log of a topic deleted
-meanwhile is set aside as a stray with its data. The broker decides which logs are strays only
+meanwhile is hosted (its log created, it leads and serves it), the log of a topic deleted
+meanwhile is set aside as a stray with its data, and the log of a topic it still hosts stays
+where it was, with its records. The broker decides which logs are strays only
 once its image has caught up with the metadata log as far as the controller said at
 registration; deciding on the image it stopped with would keep the deleted topic's log (then
 delete it) and miss the new one."""
@@ -61,8 +62,11 @@ def test_returning_broker_keeps_new_logs_and_sets_aside_deleted_ones(tmp_path: P
         node3 = cluster.node(3)
         with Admin({"bootstrap.servers": boot}) as admin:
             admin.create_topics([NewTopic("gone", replica_assignment={0: [3]})])
+            admin.create_topics([NewTopic("stays", replica_assignment={0: [3]})])
             wait_for("gone led by 3", lambda: _leader(admin, "gone") == 3)
+            wait_for("stays led by 3", lambda: _leader(admin, "stays") == 3)
             _produce(boot, "gone", [b"g1", b"g2", b"g3"])
+            _produce(boot, "stays", [b"s1", b"s2"])
 
             cluster.kill(3)
             # broker 3 is down but its session has not expired: it can still be assigned
@@ -72,15 +76,24 @@ def test_returning_broker_keeps_new_logs_and_sets_aside_deleted_ones(tmp_path: P
                 "broker 3 was fenced before the topics changed: the session is too short"
             )
             assert _dirs(node3.data_dir, "kept") == []
+            # once fenced, its next incarnation registers at once, while its metadata is
+            # still behind
+            wait_for(
+                "3 fenced", lambda: 3 not in {b.node_id for b in admin.describe_cluster().brokers}
+            )
 
             cluster.restart(3)
             wait_for("kept led by 3", lambda: _leader(admin, "kept") == 3)
+            wait_for("stays led by 3", lambda: _leader(admin, "stays") == 3)
 
         gone = _dirs(node3.data_dir, "gone")
         assert len(gone) == 1 and gone[0].name.endswith("-stray"), gone
         assert sum(f.stat().st_size for f in gone[0].glob("*.log")) > 0
         kept = _dirs(node3.data_dir, "kept")
         assert [p.name for p in kept] == ["kept-0"]
+        # the log of a topic it still hosts is where it was, with its records
+        assert [p.name for p in _dirs(node3.data_dir, "stays")] == ["stays-0"]
+        assert _consume(boot, "stays", 2) == [b"s1", b"s2"]
         _produce(boot, "kept", [b"k1", b"k2"])
         assert _consume(boot, "kept", 2) == [b"k1", b"k2"]
 
