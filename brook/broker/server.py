@@ -203,6 +203,10 @@ class Broker:
             self.cluster_id,
         )
 
+    def _follow_image(self, _changes: Any) -> None:
+        if self.replica_manager is not None:
+            self.replica_manager.image = self.loader.image
+
     def _load_logs(self) -> PartitionLog:
         """Load the log directories; the metadata log must be among what loaded."""
         self.log_manager.startup()
@@ -294,6 +298,9 @@ class Broker:
         self.group_coordinator.start()
         self.replica_manager.start_isr_management(self.controller, lambda: self.broker_epoch)
         self.replica_manager.startup()
+        # A snapshot fetched while running replaces the loader's image: the replica manager
+        # follows it before it hears of the changes, or it would decide on the old one.
+        self.loader.add_publisher(self._follow_image)
         self.loader.add_publisher(self.replica_manager.on_metadata_changes)
         self._apply_fault_delays()
         self.loader.add_publisher(self._on_fault_configs)

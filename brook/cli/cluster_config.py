@@ -163,6 +163,9 @@ class Node:
         )
 
 
+OFFSETS_TOPIC_REPLICAS = 3
+
+
 def server_properties(
     node: Node, nodes: Sequence[Node], overrides: Mapping[str, str]
 ) -> dict[str, str]:
@@ -182,6 +185,10 @@ def server_properties(
     if node.is_broker:
         props["inter.broker.listener.name"] = BROKER_LISTENER
     props["log.dirs"] = str(node.data_dir)
+    # Kafka's default of 3 replicas for __consumer_offsets, or every broker of a smaller
+    # cluster (groups would otherwise wait for brokers that never come)
+    brokers = sum(1 for n in nodes if n.is_broker)
+    props["offsets.topic.replication.factor"] = str(min(OFFSETS_TOPIC_REPLICAS, brokers))
     props.update(overrides)
     return props
 

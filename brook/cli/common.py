@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from brook.config.defs import ConfigError, load_properties
-from brook.protocol.errors import KafkaError
+from brook.protocol.errors import KafkaError, error_info
 
 __all__ = [
     "CommandError",
     "ToolParser",
     "client_properties",
     "include_list",
+    "java_exception_text",
     "kafka_uuid",
     "parse_args",
     "parse_key_values",
@@ -142,6 +143,26 @@ def include_list(pattern: str | None) -> Callable[[str], bool]:
     except re.error as exc:
         raise CommandError(f"{pattern} is an invalid regex: {exc}") from None
     return lambda name: compiled.fullmatch(name) is not None
+
+
+# Error names whose Java exception is not the name in CamelCase + "Exception".
+_JAVA_EXCEPTIONS = {
+    "UNKNOWN_SERVER_ERROR": "UnknownServerException",
+    "CLUSTER_AUTHORIZATION_FAILED": "ClusterAuthorizationException",
+    "TOPIC_AUTHORIZATION_FAILED": "TopicAuthorizationException",
+    "REQUEST_TIMED_OUT": "TimeoutException",
+}
+
+
+def java_exception_text(code: int, message: str | None) -> str:
+    """An error as a Kafka tool prints the exception a Java client raises for it
+    (``Throwable.toString``): ``org.apache.kafka.common.errors.NameException: message``."""
+    name = error_info(code).name
+    java = _JAVA_EXCEPTIONS.get(name) or "".join(w.capitalize() for w in name.split("_"))
+    if not java.endswith("Exception"):
+        java += "Exception"
+    text = f"org.apache.kafka.common.errors.{java}"
+    return f"{text}: {message}" if message else text
 
 
 def kafka_uuid(value: uuid.UUID | None) -> str:

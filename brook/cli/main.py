@@ -41,6 +41,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "brook.cli.consumer_groups",
         "list, describe, reset or delete consumer groups (kafka-consumer-groups)",
     ),
+    "leader-election": (
+        "brook.cli.leader_election",
+        "elect preferred or unclean partition leaders (kafka-leader-election)",
+    ),
+    "reassign-partitions": (
+        "brook.cli.reassign_partitions",
+        "move partition replicas between brokers (kafka-reassign-partitions)",
+    ),
     "metadata-quorum": (
         "brook.cli.metadata_quorum",
         "describe the KRaft metadata quorum (kafka-metadata-quorum)",

@@ -1,8 +1,9 @@
 """``brook server [--config server.properties] [--override key=value ...]``
 
 Runs a node with Kafka's server properties. Without a config file it is a single combined
-broker/controller on 127.0.0.1:9092. SIGINT/SIGTERM stop it cleanly (checkpoints and the
-clean-shutdown marker are written).
+broker/controller on 127.0.0.1:9092 with the internal topics' replication factors of Kafka's
+quickstart server.properties (1), so that consumer groups work on one node. SIGINT/SIGTERM
+stop it cleanly (checkpoints and the clean-shutdown marker are written).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 
 from brook.config.defs import ConfigError, load_properties
-from brook.config.server import parse_server_config
+from brook.config.server import QUICKSTART_DEFAULTS, parse_server_config
 from brook.protocol.errors import KafkaError
 
 
@@ -36,6 +37,8 @@ def _parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def load_config(args: argparse.Namespace) -> dict[str, str]:
+    """The config file's properties, or without one Kafka's quickstart values for a single
+    node (internal topics with one replica); then the overrides."""
     props: dict[str, str] = {}
     path = args.config_opt or args.config
     if path:
@@ -43,6 +46,8 @@ def load_config(args: argparse.Namespace) -> dict[str, str]:
         if not file.is_file():
             raise ConfigError(f"config file {path} does not exist")
         props.update(load_properties(file.read_text()))
+    else:
+        props.update(QUICKSTART_DEFAULTS)
     for item in args.override:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():

@@ -369,6 +369,31 @@ SERVER_CONFIG = ConfigDef(
             None,
             "Default unclean.leader.election.enable",
         ),
+        # leader balancing (brook/metadata/leader_balance.py)
+        _K(
+            "auto.leader.rebalance.enable",
+            Type.BOOLEAN,
+            True,
+            None,
+            "The active controller moves leadership back to each partition's preferred replica "
+            "(the first in its assignment) when that replica is in the ISR and can lead",
+        ),
+        _K(
+            "leader.imbalance.check.interval.seconds",
+            Type.LONG,
+            300,
+            at_least(1),
+            "How often the active controller checks for partitions not led by their preferred "
+            "replica",
+        ),
+        _K(
+            "leader.imbalance.per.broker.percentage",
+            Type.INT,
+            10,
+            None,
+            "Ignored, as by Kafka's KRaft controller: every imbalanced partition is balanced",
+            inert=True,
+        ),
         # replication
         _K(
             "replica.lag.time.max.ms",
@@ -455,7 +480,8 @@ SERVER_CONFIG = ConfigDef(
             Type.SHORT,
             3,
             at_least(1),
-            "Replication factor of __consumer_offsets (capped by live brokers)",
+            "Replication factor of __consumer_offsets; the topic is not created (groups wait, "
+            "COORDINATOR_NOT_AVAILABLE) until this many brokers are alive",
         ),
         _K(
             "offsets.topic.segment.bytes",
@@ -519,11 +545,21 @@ SERVER_CONFIG = ConfigDef(
                 ("share.coordinator.state.topic.replication.factor", Type.SHORT, 3),
                 ("share.coordinator.state.topic.min.isr", Type.SHORT, 2),
                 ("group.coordinator.rebalance.protocols", Type.LIST, ["classic"]),
-                ("auto.leader.rebalance.enable", Type.BOOLEAN, True),
             ]
         ),
     ],
 )
+
+
+# What a node run without a config file (``make run``) starts from: the values Kafka's
+# quickstart config/server.properties sets for a single node, below any --override.
+QUICKSTART_DEFAULTS: dict[str, str] = {
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+}
 
 
 def parse_server_config(props: dict[str, Any]) -> Config:

@@ -45,6 +45,7 @@ from .controller_api import (
     TopicResult,
 )
 from .image import MetadataImage
+from .leader_balance import LeaderBalancer, imbalanced
 from .loader import MetadataLoader
 from .partition_change import alter_isr, applied
 from .quorum import CommittedBatch, LeaderAndEpoch, MetadataQuorum, NotLeaderError, StorageError
@@ -93,6 +94,8 @@ class QuorumController:
         self._committed = -1
         self._waiting: list[tuple[int, asyncio.Future[None]]] = []
         self._fencer: asyncio.Task[None] | None = None
+        self.balancer = LeaderBalancer(_imbalance_interval_ms(server_config))
+        self._balancing: asyncio.Task[None] | None = None
         self._preparer: Preparer | None = None
         self._activated_before = False
         quorum.register_listener(self)
@@ -139,8 +142,12 @@ class QuorumController:
             sessions.pop(self.node_id, None)
             self._activated_before = True
         self.heartbeats.reset(sessions, now)
+        self.balancer.reset()
         with contextlib.suppress(RuntimeError):  # no loop: a test driving the shell by hand
-            self._fencer = asyncio.get_running_loop().create_task(self._fence_stale_brokers())
+            loop = asyncio.get_running_loop()
+            self._fencer = loop.create_task(self._fence_stale_brokers())
+            if self.balancer.interval_ms is not None:
+                self._balancing = loop.create_task(self._balance_leaders())
         log.info("node %d is the active controller in epoch %d", self.node_id, epoch)
 
     def _deactivate(self, reason: str | None) -> None:
@@ -150,6 +157,9 @@ class QuorumController:
         if self._fencer is not None:
             self._fencer.cancel()
             self._fencer = None
+        if self._balancing is not None:
+            self._balancing.cancel()
+            self._balancing = None
         code = Errors.KAFKA_STORAGE_ERROR if self._storage_failed() else Errors.NOT_CONTROLLER
         waiting, self._waiting = self._waiting, []
         for _, future in waiting:
@@ -418,6 +428,36 @@ class QuorumController:
                 await self._run(decide)
             except ControllerError:
                 return
+
+    async def _balance_leaders(self) -> None:
+        """Automatic leader balancing: a check scheduled while a partition is imbalanced,
+        run when due (see ``leader_balance.py``); polled at least once a second."""
+        while self._active is not None:
+            due = self.balancer.maybe_schedule(
+                self.clock(), next(imbalanced(self._active.image), None) is not None
+            )
+            delay = 1.0 if due is None else max(0.0, (due - self.clock()) / 1000)
+            await asyncio.sleep(min(delay, 1.0))
+            if self._active is None or not self.balancer.is_due(self.clock()):
+                continue
+
+            def decide(_: Controller, cluster: ClusterControl) -> Any:
+                records = self.balancer.run(cluster.image, cluster.acceptable)
+                if records:
+                    log.info("electing the preferred leader of %d partition(s)", len(records))
+                return records, None
+
+            try:
+                await self._run(decide)
+            except ControllerError:
+                return
+
+
+def _imbalance_interval_ms(config: Mapping[str, Any]) -> int | None:
+    """How often leaders are balanced; None when ``auto.leader.rebalance.enable`` is off."""
+    if not config.get("auto.leader.rebalance.enable", True):
+        return None
+    return int(config.get("leader.imbalance.check.interval.seconds", 300)) * 1000
 
 
 def _decision(call: Callable[[Controller], Any]) -> Decide[Any]:

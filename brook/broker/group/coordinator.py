@@ -14,7 +14,6 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from brook.metadata.controller import CreateTopicSpec
 from brook.metadata.controller_api import ControllerError
 from brook.protocol.batch import CONTROL_BIT, LOG_OVERHEAD, CorruptBatch, check_batch
 from brook.protocol.errors import Errors, KafkaError
@@ -32,6 +31,7 @@ from .model import (
     StoreGroup,
     SyncResult,
 )
+from .offsets_topic import offsets_topic_spec, too_few_brokers
 from .state import Group
 from .store import (
     OFFSETS_TOPIC,
@@ -106,6 +106,7 @@ class GroupCoordinator:
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
         self._creating: asyncio.Task[None] | None = None
+        self._refusal_logged: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -181,18 +182,13 @@ class GroupCoordinator:
     async def _create_offsets_topic(self) -> None:
         cfg = self.broker.config
         live = len(self.broker.image.live_brokers())
-        if live == 0:
+        refusal = too_few_brokers(live, int(cfg["offsets.topic.replication.factor"]))
+        if refusal is not None:
+            if refusal != self._refusal_logged:
+                log.warning(refusal)
+                self._refusal_logged = refusal
             return
-        spec = CreateTopicSpec(
-            OFFSETS_TOPIC,
-            int(cfg["offsets.topic.num.partitions"]),
-            min(int(cfg["offsets.topic.replication.factor"]), live),
-            configs={
-                "cleanup.policy": "compact",
-                "segment.bytes": str(cfg["offsets.topic.segment.bytes"]),
-                "compression.type": "producer",
-            },
-        )
+        spec = offsets_topic_spec(cfg)
         try:
             (result,) = await call_controller(self.broker, lambda c: c.create_topics([spec], False))
         except ControllerError as exc:

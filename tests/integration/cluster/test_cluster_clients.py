@@ -21,8 +21,9 @@ from support import local_cluster
 
 from brook.cli.local_cluster import LocalCluster
 
-# Replication of partition data comes with the replication work: until then the group
-# coordinator's topic has one replica, as a cluster's data topics do here.
+# Replication of partition data comes with the replication work: until then a partition with
+# followers never advances its high watermark, so the group coordinator's topic has one replica
+# here (with Kafka's default of 3 it is created on all three brokers, and commits wait).
 OVERRIDES = {**FAST, "offsets.topic.replication.factor": "1", "default.replication.factor": "1"}
 RECORDS = [f"record-{i}".encode() for i in range(30)]
 

@@ -125,6 +125,29 @@ def test_overrides_go_to_every_node(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    ("layout", "replicas"),
+    [
+        ({"nodes": 1}, 1),
+        ({"nodes": 2}, 2),
+        ({"nodes": 3}, 3),
+        ({"controllers": 3, "brokers": 4}, 3),
+    ],
+)
+def test_offsets_topic_replicas_fit_the_brokers(
+    tmp_path: Path, layout: dict[str, int], replicas: int
+) -> None:
+    cluster = LocalCluster.create(tmp_path / "c", **layout)  # type: ignore[arg-type]
+    for cfg in _configs(cluster).values():
+        assert cfg["offsets.topic.replication.factor"] == replicas
+    overridden = LocalCluster.create(
+        tmp_path / "o", **layout, overrides={"offsets.topic.replication.factor": "1"}
+    )  # type: ignore[arg-type]
+    assert all(
+        cfg["offsets.topic.replication.factor"] == 1 for cfg in _configs(overridden).values()
+    )
+
+
+@pytest.mark.parametrize(
     ("overrides", "message"),
     [
         ({"listeners": "PLAINTEXT://127.0.0.1:9092"}, "sets listeners for each node itself"),

@@ -40,7 +40,7 @@ EP = (Endpoint("PLAINTEXT", "127.0.0.1", 9092),)
 class Node:
     """A quorum of one with its loader and controller, on a clock the test moves."""
 
-    def __init__(self, directory: Path, clean: bool = True) -> None:
+    def __init__(self, directory: Path, clean: bool = True, server: Any = SERVER) -> None:
         self.now = 1_000_000
         self.log = PartitionLog.open(directory, CONFIG, had_clean_shutdown=clean)
         self.quorum = LocalQuorum(self.log, 1, lambda: self.now)
@@ -49,7 +49,7 @@ class Node:
         self.loader.add_publisher(self.changes.extend)
         self.quorum.register_listener(self.loader)
         self.controller = QuorumController(
-            1, "cluster-1", self.quorum, self.loader, SERVER, lambda: self.now, random.Random(7)
+            1, "cluster-1", self.quorum, self.loader, server, lambda: self.now, random.Random(7)
         )
 
     def start(self) -> None:
@@ -382,3 +382,40 @@ def test_a_restarted_node_registers_its_own_broker_at_once(tmp_path: Path) -> No
 
     asyncio.run(second_life())
     again.log.close()
+
+
+def test_leaders_are_balanced_when_the_check_is_due(tmp_path: Path) -> None:
+    # sessions outlast the simulated wait for the check (300 s by default)
+    server = parse_server_config({"broker.session.timeout.ms": "3600000"})
+    node = Node(tmp_path / "__cluster_metadata-0", server=server)
+    interval_ms = int(server["leader.imbalance.check.interval.seconds"]) * 1000
+
+    async def wait(what: str, check: Any) -> None:
+        for _ in range(200):
+            if check():
+                return
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"{what} did not happen")
+
+    async def run() -> None:
+        node.start()
+        e1, e2 = await node.register(1), await node.register(2)
+        await node.heartbeat(1, e1)
+        await node.heartbeat(2, e2)
+        spec = CreateTopicSpec("t", assignments={0: [1, 2]})
+        await node.controller.create_topics([spec], False)
+        # reordering the replicas makes 2 the preferred leader; 1 still leads
+        await node.controller.alter_partition_reassignments([("t", 0, [2, 1])])
+        assert node.loader.image.partition("t", 0).replicas == (2, 1)
+        assert node.loader.image.partition("t", 0).leader == 1
+        balancer = node.controller.balancer
+        await wait("a check scheduled", lambda: balancer.due_ms is not None)
+        assert balancer.due_ms == node.now + interval_ms
+        node.now += interval_ms - 1
+        assert not balancer.is_due(node.now)
+        node.now += 1
+        await wait("2 elected", lambda: node.loader.image.partition("t", 0).leader == 2)
+        assert balancer.due_ms is None
+
+    asyncio.run(run())
+    node.log.close()
