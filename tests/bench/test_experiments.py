@@ -1,15 +1,25 @@
 """The seed experiments run end to end at a tiny size: KIP-794's through the real
 ``brook producer-perf-test`` behind the three-node proxy, KIP-227's with Brook's consumer
-with and without fetch sessions. Their figures are for docs/experiments.md, not asserted
-here; what is asserted is that the pieces they are made of measure what they claim to."""
+with and without fetch sessions, KIP-951's on a real 3-node cluster with a leadership move.
+Their figures are for docs/experiments.md, not asserted here; what is asserted is that the
+pieces they are made of measure what they claim to."""
 
 from __future__ import annotations
 
-import pytest
+import argparse
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
-from bench import kip227_experiment, kip794_experiment, kip794_switch_rule
+import pytest
+from support import local_cluster
+
+from bench import kip227_experiment, kip794_experiment, kip794_switch_rule, kip951_experiment
 from bench.common import brook_process
+from brook.cli.local_cluster import LocalCluster
 from brook.client.admin import Admin, NewTopic
+from brook.client.producer import Producer
 
 RECORDS = 1000
 
@@ -62,3 +72,104 @@ def test_kip227_sessions_name_only_the_changed_partitions() -> None:
     assert with_sessions["decoded"]["response_partitions"] < 20
     assert with_sessions["decoded"]["request_partitions"] < 20
     assert "| 200 | 2 | on |" in kip227_experiment.report([cell])
+
+
+# -- KIP-951 ----------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def kip951_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with local_cluster(tmp_path_factory.mktemp("kip951") / "c", nodes=3) as cluster:
+        yield cluster
+
+
+def test_kip951_runs_measure_latency_across_a_move_of_every_leader(
+    kip951_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    # Followers do not replicate yet, so acks=all would never be answered: acks=1 here.
+    args = argparse.Namespace(rate=400, seconds=12.0, acks="1", move="reassign")
+    with Admin({"bootstrap.servers": kip951_cluster.bootstrap_servers}) as admin:
+        runs = [
+            kip951_experiment.run_one(kip951_cluster, admin, client, 1, args, tmp_path)
+            for client in kip951_experiment.CLIENTS
+        ]
+    for run in runs:
+        move = run["move"]
+        # The move happened in the middle of the run, and moved every leader.
+        assert move["moved"] == kip951_experiment.PARTITIONS
+        assert all(move["after"][p] != leader for p, leader in move["before"].items())
+        trace = run["trace"]
+        assert trace["first_send_ms"] < 0 < trace["last_send_ms"]
+        # Every record was acknowledged, and the tool's line and the trace agree on them.
+        assert run["tool"]["records"] == run["records_asked"] == trace["records"]
+        assert trace["failed"] == 0
+        assert trace["p999_ms"] == run["tool"]["p999_ms"]
+        assert sum(b[1] for b in trace["over_time"]) == trace["records"]
+        assert run["partitions_used"] > 50
+    by_client = {run["client"]: run for run in runs}
+    assert by_client["brook-on"]["metrics"]["record-error-total"] == 0
+    table = kip951_experiment.report(runs, kip951_experiment.setup_text(args))
+    for label in kip951_experiment.CLIENTS.values():
+        assert f"| {label} | 1 | 4,800 |" in table
+    png = tmp_path / "latency.png"
+    kip951_experiment.plot(runs, png, "test")
+    assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def test_kip951_with_discovery_retries_go_straight_to_the_new_leader(
+    kip951_cluster: LocalCluster,
+) -> None:
+    """The move is KIP-951's case: the old leader, still up, refuses with the new leader,
+    and the producer sends its retries there (every Produce request is watched)."""
+    topic = "kip951-retries"
+    brokers = [n.node_id for n in kip951_cluster.brokers]
+    sends: list[tuple[int, int, list[tuple[int, int]]]] = []
+    config = {
+        "bootstrap.servers": kip951_cluster.bootstrap_servers,
+        "acks": 1,
+        "linger.ms": 0,
+        "brook.leader.discovery.enable": True,
+    }
+    with Admin({"bootstrap.servers": kip951_cluster.bootstrap_servers}) as admin:
+        kip951_experiment.create_topic(admin, topic, "reassign", brokers)
+        with Producer(config) as producer:
+            sender = producer._core.sender
+            send_produce = sender._send_produce
+
+            def watched(node: int, batches: list[Any], now: float) -> None:
+                at = kip951_experiment.now_ms()
+                sends.append((at, node, [(b.tp[1], b.attempts) for b in batches]))
+                send_produce(node, batches, now)
+
+            sender._send_produce = watched
+            stop = threading.Event()
+            sent = threading.Event()
+
+            def produce() -> None:
+                # Without pause, so that batches are in flight when the leaders move.
+                while not stop.is_set():
+                    producer.send(topic, b"r" * 100)
+                    sent.set()
+
+            thread = threading.Thread(target=produce, daemon=True)
+            thread.start()
+            assert sent.wait(30)
+            move = kip951_experiment.move_leaders(kip951_cluster, admin, topic, "reassign")
+            while not any(at > move.ended_ms + 1000 for at, _, _ in sends):
+                assert thread.is_alive()
+                stop.wait(0.05)
+            stop.set()
+            thread.join(30)
+            producer.flush(60)
+    assert move.moved == kip951_experiment.PARTITIONS
+    retries = [
+        (node, partition)
+        for at, node, batches in sends
+        if at >= move.started_ms
+        for partition, attempts in batches
+        if attempts > 0
+    ]
+    # The move caught batches on their way (refused by the old leaders), ...
+    assert retries
+    # ... and every retry went to the partition's new leader.
+    assert all(node == move.after[partition] for node, partition in retries)

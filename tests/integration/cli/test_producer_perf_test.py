@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 from cli_support import Tool
 from support import BrookProcess
@@ -78,6 +79,40 @@ def test_monotonic_payloads_and_throttling(
             if len(values) >= 600:
                 break
     assert sorted(int(v) for v in values) == list(range(600))
+
+
+def test_latency_file_has_every_record(
+    tool: Tool, brook_session: BrookProcess, unique_topic: str, tmp_path: Path
+) -> None:
+    b = brook_session.bootstrap
+    path = tmp_path / "latency.csv"
+    before = int(time.time() * 1000)
+    code, out, err = tool(
+        "producer-perf-test",
+        "--topic",
+        unique_topic,
+        "--num-records",
+        "500",
+        "--record-size",
+        "100",
+        "--throughput",
+        "-1",
+        "--producer-props",
+        f"bootstrap.servers={b}",
+        "--latency-file",
+        str(path),
+    )
+    after = int(time.time() * 1000)
+    assert code == 0, err
+    assert FINAL.match(out.splitlines()[0]).group(1) == "500"
+    lines = path.read_text().splitlines()
+    assert lines[0] == "send_ms,latency_ms,partition"
+    rows = [tuple(int(x) for x in line.split(",")) for line in lines[1:]]
+    assert len(rows) == 500
+    for send_ms, latency_ms, partition in rows:
+        assert before <= send_ms <= after
+        assert 0 <= latency_ms <= after - send_ms
+        assert partition == 0
 
 
 def test_bad_arguments(tool: Tool, brook_session: BrookProcess) -> None:
