@@ -46,6 +46,10 @@ TopicPartition = tuple[str, int]
 # Told (partition, is_leader) when this broker becomes leader of a partition (or leader again
 # under a new epoch) and when it stops leading it; the group coordinator loads its groups so.
 LeadershipListener = Callable[[Partition, bool], None]
+# Told (partition, is_leader) on every role change: leader, follower, or follower under a new
+# leader epoch; also when the partition stops being hosted or goes offline (then with
+# is_leader False and the partition no longer in ``partitions``). The replica fetcher follows so.
+RoleListener = Callable[[Partition, bool], None]
 
 
 def now_ms() -> int:
@@ -65,6 +69,7 @@ class ReplicaManager:
         self.offline: dict[TopicPartition, int] = {}
         self._checkpointed_hw: dict[TopicPartition, int] = {}
         self._leadership_listeners: list[LeadershipListener] = []
+        self._role_listeners: list[RoleListener] = []
 
     def add_leadership_listener(self, listener: LeadershipListener) -> None:
         self._leadership_listeners.append(listener)
@@ -72,6 +77,13 @@ class ReplicaManager:
     def _notify_leadership(self, partition: Partition, is_leader: bool) -> None:
         for listener in self._leadership_listeners:
             listener(partition, is_leader)
+
+    def add_role_listener(self, cb: RoleListener) -> None:
+        self._role_listeners.append(cb)
+
+    def _notify_role(self, partition: Partition, is_leader: bool) -> None:
+        for cb in self._role_listeners:
+            cb(partition, is_leader)
 
     # ------------------------------------------------------------------ lifecycle
     def startup(self) -> None:
@@ -196,6 +208,8 @@ class ReplicaManager:
             partition.is_leader and partition.leader_epoch != old_epoch
         ):
             self._notify_leadership(partition, partition.is_leader)
+        if partition.is_leader != was_leader or partition.leader_epoch != old_epoch:
+            self._notify_role(partition, partition.is_leader)
 
     def _remove(self, tp: TopicPartition) -> None:
         self.offline.pop(tp, None)
@@ -204,6 +218,7 @@ class ReplicaManager:
             return
         if partition.is_leader:
             self._notify_leadership(partition, False)
+        self._notify_role(partition, False)
         partition.close(Errors.NOT_LEADER_OR_FOLLOWER)
         try:
             self.log_manager.delete_log(*tp)
@@ -240,6 +255,7 @@ class ReplicaManager:
             if partition.is_leader:
                 self._notify_leadership(partition, False)
             partition.mark_offline()
+            self._notify_role(partition, False)
         return gone
 
     # ------------------------------------------------------------------ log creation
