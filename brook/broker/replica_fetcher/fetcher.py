@@ -241,8 +241,9 @@ class ReplicaFetcher:
                 self._apply_truncation(followed, truncation)
 
     def _apply_truncation(self, followed: Followed, truncation: Truncation) -> None:
-        """Truncate the log (never below what the leader has: it is then fetched again) and
-        fetch from its new end."""
+        """Truncate the log as the state machine decided (whole batches: an offset inside a
+        batch cuts before it) and fetch from its new end; the follower's HW stays within
+        the log."""
         partition, plog = followed.partition, followed.partition.log
         try:
             if truncation.fully:

@@ -395,3 +395,58 @@ def test_the_fault_delay_holds_every_fetch_back(tmp_path: Path) -> None:
             assert time.monotonic() - answered_at >= 0.4
 
     run(tmp_path, scenario, delay_ms=400)
+
+
+def test_a_corrupt_batch_is_not_appended_and_is_fetched_again(tmp_path: Path) -> None:
+    async def scenario(leader: LoopbackLeader, fetcher: ReplicaFetcher, f: Follower) -> None:
+        p = f.partition(0)
+        fetcher.add(p)
+        fetcher.start()
+        got = await leader.next()
+        damaged = bytearray(batch(0, 3, 5))
+        damaged[-1] ^= 0xFF  # the CRC no longer matches
+        got.reply(fetch_response({TID: [partition_data(0, records=bytes(damaged))]}, session_id=3))
+        got = await leader.next()
+        assert p.log.log_end_offset == 0
+        assert forgotten(got.request) == [0]  # backed off
+        got.reply(fetch_response({}, session_id=3))
+        while True:
+            got = await leader.next()
+            if 0 in sent(got.request):
+                break
+            got.reply(fetch_response({}, session_id=3))
+        assert sent(got.request)[0] == (0, -1, 5, 0)
+
+    run(tmp_path, scenario)
+
+
+def test_records_that_do_not_continue_the_log_fail_the_partition(tmp_path: Path) -> None:
+    async def scenario(leader: LoopbackLeader, fetcher: ReplicaFetcher, f: Follower) -> None:
+        p = f.partition(0)
+        fetcher.add(p)
+        fetcher.start()
+        got = await leader.next()
+        got.reply(fetch_response({TID: [partition_data(0, records=batch(7, 3, 5))]}, session_id=3))
+        got = await leader.next()
+        assert p.log.log_end_offset == 0
+        assert fetcher.partitions[("t", 0)].state.phase is Phase.FAILED
+        assert forgotten(got.request) == [0]
+
+    run(tmp_path, scenario)
+
+
+def test_a_response_for_a_position_left_behind_is_ignored(tmp_path: Path) -> None:
+    async def scenario(leader: LoopbackLeader, fetcher: ReplicaFetcher, f: Follower) -> None:
+        p = f.partition(0)
+        fetcher.add(p)
+        fetcher.start()
+        got = await leader.next()
+        # new metadata while the fetch is in flight: a new leader epoch
+        p.update(PartitionInfo(TID, 0, (LEADER, LOCAL), (LEADER, LOCAL), LEADER, 6, 2))
+        fetcher.add(p)
+        got.reply(fetch_response({TID: [partition_data(0, records=batch(0, 3, 5))]}, session_id=3))
+        got = await leader.next()
+        assert p.log.log_end_offset == 0  # the answer to epoch 5's fetch was not appended
+        assert sent(got.request) == {0: (0, -1, 6, 0)}
+
+    run(tmp_path, scenario)
