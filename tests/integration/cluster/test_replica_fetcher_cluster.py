@@ -2,7 +2,9 @@
 records produced with acks=1 reach every replica, and once the cluster is stopped the three
 replicas of each partition hold the same bytes below the leader's log end (read with
 ``PartitionLog``), also after a follower was killed with SIGKILL while records were produced
-and restarted. ``brook cluster slow --fetch-delay-ms`` holds a follower's fetches back."""
+and restarted. A former leader holding records the new leader never got truncates them
+(DivergingEpoch) when it comes back as a follower. ``brook cluster slow --fetch-delay-ms``
+holds a follower's fetches back."""
 
 from __future__ import annotations
 
@@ -202,3 +204,58 @@ def test_a_fetch_delay_holds_a_follower_back(tmp_path: Path) -> None:
         wait_for("the delay lifted", lambda: _delay_in_force(cluster, slowed, 0))
         _produce_via(cluster, leader, topic, 1, 1, "third")
         wait_for("the third record everywhere", everywhere)
+
+
+def test_a_former_leader_truncates_what_the_new_leader_does_not_have(tmp_path: Path) -> None:
+    topic = "diverged-" + uuid.uuid4().hex[:6]
+    delay_ms = 10_000
+    with local_cluster(tmp_path / "c", nodes=3, overrides=FAST) as cluster:
+        old_leader = _create(cluster, topic, 1)[0]
+        followers = [n for n in NODES if n != old_leader]
+        for n in followers:
+            cluster.slow(n, fetch_delay_ms=delay_ms)
+        for n in followers:
+            wait_for("the delay in force", lambda n=n: _delay_in_force(cluster, n, delay_ms))
+
+        def sizes() -> dict[int, int]:
+            return {n: _log_bytes(cluster.node(n).directory, topic, 0) for n in NODES}
+
+        _produce_via(cluster, old_leader, topic, 1, 50, "both")
+        wait_for(
+            "the first records everywhere",
+            lambda: len(set(sizes().values())) == 1 and sizes()[old_leader] > 0,
+        )
+        # the followers now wait the delay before fetching again: records the old leader
+        # takes in the meantime reach no follower before it dies
+        _produce_via(cluster, old_leader, topic, 1, 30, "lost")
+        cluster.kill(old_leader)
+        assert {sizes()[n] for n in followers} == {sizes()[followers[0]]} != {sizes()[old_leader]}
+        survivor = followers[0]
+        admin = AdminClient({"bootstrap.servers": cluster.node(survivor).broker_address})
+        new_leader = wait_for(
+            "a new leader",
+            lambda: (
+                leader
+                if (
+                    leader := admin.list_topics(topic, timeout=10)
+                    .topics[topic]
+                    .partitions[0]
+                    .leader
+                )
+                in followers
+                else None
+            ),
+        )
+        for n in followers:
+            cluster.slow(n, fetch_delay_ms=0)
+        _produce_via(cluster, new_leader, topic, 1, 20, "after")
+        cluster.restart(old_leader)
+        wait_for(
+            "the former leader truncated and caught up",
+            lambda: len(set(sizes().values())) == 1,
+            timeout=90,
+        )
+        cluster.stop()
+        _assert_identical(cluster, topic, 1, 70)
+        text = cluster.node(old_leader).log_path.read_text(errors="replace")
+        assert f"truncating {topic}-0 from 80 to 50" in text
