@@ -450,3 +450,29 @@ def test_a_response_for_a_position_left_behind_is_ignored(tmp_path: Path) -> Non
         assert sent(got.request) == {0: (0, -1, 6, 0)}
 
     run(tmp_path, scenario)
+
+
+def test_the_log_start_follows_the_leaders_within_the_high_watermark(tmp_path: Path) -> None:
+    async def scenario(leader: LoopbackLeader, fetcher: ReplicaFetcher, f: Follower) -> None:
+        p = f.partition(0)
+        p.log.append_as_follower(batch(0, 4, 5) + batch(4, 4, 5))
+        fetcher.add(p)
+        fetcher.start()
+        got = await leader.next()
+        got.reply(
+            fetch_response(
+                {TID: [partition_data(0, high_watermark=6, log_start_offset=4)]}, session_id=3
+            )
+        )
+        got = await leader.next()
+        assert (p.log.log_start_offset, p.high_watermark) == (4, 6)
+        assert sent(got.request) == {0: (8, 5, 5, 4)}  # the new log start is sent on
+        got.reply(
+            fetch_response(
+                {TID: [partition_data(0, high_watermark=7, log_start_offset=8)]}, session_id=3
+            )
+        )
+        got = await leader.next()
+        assert (p.log.log_start_offset, p.high_watermark) == (7, 7)  # not past its own HW
+
+    run(tmp_path, scenario)
