@@ -8,6 +8,7 @@ response carries only the partitions that changed, so reading it costs what chan
 
 from __future__ import annotations
 
+import struct
 import uuid
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -15,6 +16,7 @@ from typing import Any, NamedTuple
 from brook.protocol.api import ApiKey, request_class, response_class
 from brook.protocol.build import build
 from brook.protocol.framing import decode_kio, encode_kio
+from brook.protocol.primitives import compact_string, uvarint
 
 from .session import SessionRequest
 
@@ -49,10 +51,66 @@ class FetchResult(NamedTuple):
     partitions: list[FetchedPartition]
 
 
+_HEAD = struct.Struct(">iiibii")  # MaxWait, MinBytes, MaxBytes, IsolationLevel, Session
+_PARTITION = struct.Struct(">iiqiqi")  # Partition .. PartitionMaxBytes, then no tags
+_REPLICA_STATE = struct.Struct(">iq")
+_REPLICA_STATE_TAG = 1
+_INT32 = struct.Struct(">i")
+
+
 def encode_fetch_request(
     session: SessionRequest, settings: FetchSettings, broker_epoch: int
 ) -> bytes:
-    """The Fetch v17 body for one session round."""
+    """The Fetch v17 body for one session round, written by hand: kio's builder costs about
+    6 us a partition, which a round pays for every partition that changed
+    (bench/replica_fetch_rounds.py). Byte-identical to kio's encoding (tested)."""
+    topics: dict[uuid.UUID, list[bytes]] = {}
+    pack = _PARTITION.pack
+    for (_, index), pos in session.to_send.items():
+        part = pack(
+            index,
+            pos.current_leader_epoch,
+            pos.fetch_offset,
+            pos.last_fetched_epoch,
+            pos.log_start_offset,
+            pos.max_bytes,
+        )
+        topics.setdefault(pos.topic_id, []).append(part + b"\x00")
+    forgotten: dict[uuid.UUID, list[int]] = {}
+    for (_, index), topic_id in session.to_forget.items():
+        forgotten.setdefault(topic_id, []).append(index)
+    out = [
+        _HEAD.pack(
+            settings.max_wait_ms,
+            settings.min_bytes,
+            settings.max_bytes,
+            0,
+            session.session_id,
+            session.epoch,
+        ),
+        uvarint(len(topics) + 1),
+    ]
+    for topic_id, parts in topics.items():
+        out += (topic_id.bytes, uvarint(len(parts) + 1), *parts, b"\x00")
+    out.append(uvarint(len(forgotten) + 1))
+    for topic_id, indexes in forgotten.items():
+        out += (topic_id.bytes, uvarint(len(indexes) + 1))
+        out += [_INT32.pack(i) for i in indexes]
+        out.append(b"\x00")
+    out.append(compact_string(""))  # RackId
+    if settings.replica_id == -1 and broker_epoch == -1:
+        out.append(b"\x00")  # ReplicaState at its default is not written
+    else:
+        state = _REPLICA_STATE.pack(settings.replica_id, broker_epoch) + b"\x00"
+        out += (b"\x01", uvarint(_REPLICA_STATE_TAG), uvarint(len(state)), state)
+    return b"".join(out)
+
+
+def encode_fetch_request_kio(
+    session: SessionRequest, settings: FetchSettings, broker_epoch: int
+) -> bytes:
+    """The same body through kio's builder: the reference the hand-written one is tested
+    against."""
     topics: dict[uuid.UUID, list[dict[str, Any]]] = {}
     for (_, index), pos in session.to_send.items():
         topics.setdefault(pos.topic_id, []).append(
