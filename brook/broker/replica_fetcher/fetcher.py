@@ -94,6 +94,7 @@ class ReplicaFetcher:
         self._conn: NodeConnection | None = None
         self._task: asyncio.Task[None] | None = None
         self.rounds = 0  # fetches sent (tests and logs)
+        self._delay_seen = 0  # the injected delay last logged
 
     # ------------------------------------------------------------------ partitions
     def add(self, partition: Partition) -> None:
@@ -208,7 +209,14 @@ class ReplicaFetcher:
             await self._idle()
             return
         delay = self._delay_ms()
-        if delay > 0:  # brook.fault.follower.fetch.delay.ms
+        if delay != self._delay_seen:
+            self._delay_seen = delay
+            log.info(
+                "fetches from broker %d now wait %d ms each (brook.fault.follower.fetch.delay.ms)",
+                self.source_id,
+                delay,
+            )
+        if delay > 0:
             await asyncio.sleep(delay / 1000)
         await self._fetch()
 

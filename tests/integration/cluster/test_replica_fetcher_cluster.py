@@ -171,6 +171,12 @@ def _delay_in_force(cluster: LocalCluster, node: int, delay_ms: int) -> bool:
     return f"follower fetch delay {delay_ms} ms" in text
 
 
+def _fetcher_delayed(cluster: LocalCluster, node: int, leader: int, delay_ms: int) -> bool:
+    """The node's fetcher from ``leader`` has started waiting ``delay_ms`` before a fetch."""
+    text = cluster.node(node).log_path.read_text(errors="replace")
+    return f"fetches from broker {leader} now wait {delay_ms} ms each" in text
+
+
 def test_a_fetch_delay_holds_a_follower_back(tmp_path: Path) -> None:
     topic = "slowed-" + uuid.uuid4().hex[:6]
     delay_s = 5.0
@@ -214,8 +220,13 @@ def test_a_former_leader_truncates_what_the_new_leader_does_not_have(tmp_path: P
         followers = [n for n in NODES if n != old_leader]
         for n in followers:
             cluster.slow(n, fetch_delay_ms=delay_ms)
+        # once a follower's fetcher logs the delay it is waiting it out, not in a fetch the
+        # leader may answer at once: from then on each of its fetches follows the one before
+        # by the delay
         for n in followers:
-            wait_for("the delay in force", lambda n=n: _delay_in_force(cluster, n, delay_ms))
+            wait_for(
+                "the delay waited", lambda n=n: _fetcher_delayed(cluster, n, old_leader, delay_ms)
+            )
 
         def sizes() -> dict[int, int]:
             return {n: _log_bytes(cluster.node(n).directory, topic, 0) for n in NODES}
@@ -230,6 +241,8 @@ def test_a_former_leader_truncates_what_the_new_leader_does_not_have(tmp_path: P
         _produce_via(cluster, old_leader, topic, 1, 30, "lost")
         cluster.kill(old_leader)
         assert {sizes()[n] for n in followers} == {sizes()[followers[0]]} != {sizes()[old_leader]}
+        for n in followers:
+            cluster.slow(n, fetch_delay_ms=0)
         survivor = followers[0]
         admin = AdminClient({"bootstrap.servers": cluster.node(survivor).broker_address})
         new_leader = wait_for(
@@ -246,8 +259,6 @@ def test_a_former_leader_truncates_what_the_new_leader_does_not_have(tmp_path: P
                 else None
             ),
         )
-        for n in followers:
-            cluster.slow(n, fetch_delay_ms=0)
         _produce_via(cluster, new_leader, topic, 1, 20, "after")
         cluster.restart(old_leader)
         wait_for(
