@@ -50,6 +50,9 @@ from .network import SocketServer
 from .producer_ids import ProducerIdManager
 from .registry import CONTROLLER
 from .remote_controller import ControllerRouter, RemoteController
+from .replica_fetcher.codec import FetchSettings
+from .replica_fetcher.fetcher import FetcherConfig
+from .replica_fetcher.manager import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
@@ -102,6 +105,7 @@ class Broker:
         self.lifecycle: BrokerLifecycleManager | None = None
         self.cluster_id = ""
         self.replica_manager: ReplicaManager | None = None  # None on a controller-only node
+        self.replica_fetchers: ReplicaFetcherManager | None = None
         self.producer_ids: ProducerIdManager
         self.group_coordinator: GroupCoordinator | None = None
 
@@ -297,7 +301,11 @@ class Broker:
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership)
         self.group_coordinator.start()
         self.replica_manager.start_isr_management(self.controller, lambda: self.broker_epoch)
+        # the fetchers learn the partitions this broker follows as they are applied
+        self.replica_fetchers = self._replica_fetcher_manager(self.replica_manager)
+        self.replica_manager.add_role_listener(self.replica_fetchers.on_role_change)
         self.replica_manager.startup()
+        self.replica_fetchers.start()
         # A snapshot fetched while running replaces the loader's image: the replica manager
         # follows it before it hears of the changes, or it would decide on the old one.
         self.loader.add_publisher(self._follow_image)
@@ -314,6 +322,31 @@ class Broker:
             self.controller, self.node_id, lambda: self.broker_epoch
         )
         await self.socket_server.serve([name for name, _, _ in client_listeners])
+
+    def _replica_fetcher_manager(self, rm: ReplicaManager) -> ReplicaFetcherManager:
+        cfg = self.config
+        settings = FetchSettings(
+            replica_id=self.node_id,
+            max_wait_ms=int(cfg["replica.fetch.wait.max.ms"]),
+            min_bytes=int(cfg["replica.fetch.min.bytes"]),
+            max_bytes=int(cfg["replica.fetch.response.max.bytes"]),
+            partition_max_bytes=int(cfg["replica.fetch.max.bytes"]),
+        )
+        return ReplicaFetcherManager(
+            self.node_id,
+            FetcherConfig(
+                settings,
+                backoff_ms=int(cfg["replica.fetch.backoff.ms"]),
+                request_timeout_ms=int(cfg["request.timeout.ms"]),
+            ),
+            int(cfg["num.replica.fetchers"]),
+            image=lambda: self.image,
+            listener_name=lambda: cfg["inter.broker.listener.name"],
+            broker_epoch=lambda: self.broker_epoch,
+            delay_ms=lambda: self.fault_follower_fetch_delay_ms,
+            clock=self.clock,
+            hosted=rm.partitions.get,
+        )
 
     def _on_log_dir_failure(self, directory: Path) -> None:
         """A log directory went offline (Kafka's LogDirFailureHandler). Kafka halts when the
@@ -369,6 +402,8 @@ class Broker:
         await self.socket_server.stop()
         if self.group_coordinator is not None:
             await self.group_coordinator.stop()
+        if self.replica_fetchers is not None:
+            await self.replica_fetchers.stop()  # no append may race the logs closing
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
         if isinstance(self.controller, ControllerRouter) and self.controller.remote is not None:
@@ -391,6 +426,8 @@ class Broker:
         self._stopping.set()
         for task in self._tasks:
             task.cancel()
+        if self.replica_fetchers is not None:
+            await self.replica_fetchers.stop()
         if self.lifecycle is not None:
             await self.lifecycle.stop()
         if self.raft is not None:

@@ -140,8 +140,8 @@ SERVER_CONFIG = ConfigDef(
             Type.STRING,
             None,
             None,
-            "Listener brokers use to talk to each other (no inter-broker traffic yet)",
-            inert=True,
+            "Listener brokers use to talk to each other: followers fetch from their leaders' "
+            "endpoints on it (unset: the first listener a broker registered)",
         ),
         _K(
             "listeners",
@@ -403,13 +403,48 @@ SERVER_CONFIG = ConfigDef(
             "A follower that has not caught up to the leader's log end for this long leaves "
             "the ISR; the leader checks every half of it",
         ),
-        *(
-            _K(name, t, default, check, f"{doc} (no followers yet)", inert=True)
-            for name, t, default, check, doc in [
-                ("replica.fetch.max.bytes", Type.INT, 1048576, at_least(0), "Follower fetch size"),
-                ("replica.fetch.wait.max.ms", Type.INT, 500, at_least(0), "Follower fetch wait"),
-                ("num.replica.fetchers", Type.INT, 1, at_least(1), "Fetchers per leader"),
-            ]
+        _K(
+            "replica.fetch.max.bytes",
+            Type.INT,
+            1048576,
+            at_least(0),
+            "Bytes a follower asks of each partition in a fetch (PartitionMaxBytes); the first "
+            "batch comes whole even when larger",
+        ),
+        _K(
+            "replica.fetch.response.max.bytes",
+            Type.INT,
+            10485760,
+            at_least(0),
+            "Bytes a follower asks for in a whole fetch response (MaxBytes)",
+        ),
+        _K(
+            "replica.fetch.wait.max.ms",
+            Type.INT,
+            500,
+            at_least(0),
+            "Longest a leader holds a follower's fetch waiting for data (MaxWait)",
+        ),
+        _K(
+            "replica.fetch.min.bytes",
+            Type.INT,
+            1,
+            None,
+            "Bytes a leader waits for before answering a follower's fetch (MinBytes)",
+        ),
+        _K(
+            "replica.fetch.backoff.ms",
+            Type.INT,
+            1000,
+            at_least(0),
+            "How long a follower waits before fetching a partition again after an error",
+        ),
+        _K(
+            "num.replica.fetchers",
+            Type.INT,
+            1,
+            at_least(1),
+            "Fetchers (connections) per source broker; partitions are spread over them",
         ),
         # network
         _K(
