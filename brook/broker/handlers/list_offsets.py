@@ -1,6 +1,7 @@
 """ListOffsets (2), v1-10: earliest (-2), latest (-1, the high watermark), max timestamp (-3,
 v7+), earliest local (-4, v8+), latest tiered (-5, v9+: none without tiered storage), or the
-first offset whose timestamp is at or after the given one, below the high watermark.
+first offset whose timestamp is at or after the given one, below the high watermark (below
+the log end for a replica's request, as Kafka answers a follower).
 
 A leader elected with a high watermark below the start of its epoch (its followers have not
 fetched yet) answers a client's "latest", and a timestamp lookup that finds nothing below
@@ -59,11 +60,14 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
             target = int(p.timestamp)
             hw = partition.high_watermark
             lagging = client and partition.epoch_start_offset > hw
+            # A consumer reads up to the high watermark; a replica (a follower out of range
+            # asking where the leader's log ends) up to the log end, as in Kafka.
+            upper = hw if client else log.log_end_offset
             if target == LATEST:
                 if lagging:
                     entry["error_code"] = Errors.OFFSET_NOT_AVAILABLE
                     continue
-                entry.update(offset=hw, leader_epoch=partition.leader_epoch)
+                entry.update(offset=upper, leader_epoch=partition.leader_epoch)
             elif target in (EARLIEST, EARLIEST_LOCAL):
                 epoch = log.epoch_cache.epoch_for_offset(log.log_start_offset)
                 entry.update(
@@ -78,7 +82,7 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
                     found = log.max_timestamp_offset()
                 else:
                     found = log.offset_for_timestamp(target)
-                if found is not None and found[0] < hw:
+                if found is not None and found[0] < upper:
                     entry.update(offset=found[0], timestamp=found[1], leader_epoch=found[2])
                 elif lagging:
                     entry["error_code"] = Errors.OFFSET_NOT_AVAILABLE

@@ -1,6 +1,7 @@
 """A partition leader in a real 3-node ``brook cluster`` facing a raw-protocol follower: Fetch
 v17 carrying ReplicaState {replica id, broker epoch}, sent as brokers 2 and 3 would send it
-(those nodes run no replica fetcher here, so only this test fetches for them).
+(every node's own replica fetchers are held back by an hour-long injected fetch delay, so
+only this test fetches for them).
 
 It checks what the leader does with those fetches: the follower's position is the offset of
 its fetch (the HW moves only on its next fetch), a follower's long poll wakes on an append,
@@ -27,6 +28,7 @@ from brook.protocol.errors import Errors
 from brook.protocol.records import build_simple_batch
 
 LAG_MS = 3000
+HELD_BACK_MS = 3_600_000
 OVERRIDES = {
     **FAST,
     "offsets.topic.replication.factor": "1",
@@ -38,6 +40,8 @@ OVERRIDES = {
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     with local_cluster(tmp_path_factory.mktemp("repl") / "c", nodes=3, overrides=OVERRIDES) as c:
+        for node in (1, 2, 3):  # answered once the node's own image has the delay
+            c.slow(node, fetch_delay_ms=HELD_BACK_MS)
         yield c
 
 
@@ -400,12 +404,12 @@ def _move_leader(client: RawClient, topic: str, replicas: list[int]) -> None:
     )
 
 
-def list_latest(client: RawClient, topic: str) -> Any:
+def list_latest(client: RawClient, topic: str, replica_id: int = -1) -> Any:
     resp = client.request(
         2,
         7,
         {
-            "replica_id": -1,
+            "replica_id": replica_id,
             "isolation_level": 0,
             "topics": [
                 {
@@ -418,6 +422,13 @@ def list_latest(client: RawClient, topic: str) -> Any:
         },
     )
     return resp.topics[0].partitions[0]
+
+
+def test_a_replica_asking_for_the_latest_offset_gets_the_log_end(leader: RawClient) -> None:
+    # Kafka: a consumer's "latest" is the high watermark, a replica's the log end offset.
+    topic = create(leader, [1, 2])
+    assert produce(leader, topic, 5, acks=1).error_code == 0  # HW 0: 2 has not fetched
+    assert (list_latest(leader, topic).offset, list_latest(leader, topic, 2).offset) == (0, 5)
 
 
 def test_a_new_leader_below_its_epoch_start_has_no_latest_offset(leader: RawClient) -> None:
