@@ -17,6 +17,7 @@ from brook.broker.fetch_session import (
     FetchPartition,
     FetchResponseData,
     FetchSessionCache,
+    IncrementalFetchContext,
     PartitionKey,
     PartitionResult,
 )
@@ -362,23 +363,24 @@ class Simulation:
     def key(self, tp: TP, topic_id: uuid.UUID) -> PartitionKey:
         return (topic_id if self.uses_ids else tp[0], tp[1])
 
+    @staticmethod
+    def fetch_partition(tp: TP, data: PartitionData) -> FetchPartition:
+        return FetchPartition(
+            topic=tp[0],
+            topic_id=data.topic_id,
+            partition=tp[1],
+            fetch_offset=data.fetch_offset,
+            log_start_offset=data.log_start_offset,
+            max_bytes=data.max_bytes,
+            current_leader_epoch=data.current_leader_epoch,
+            last_fetched_epoch=data.last_fetched_epoch,
+        )
+
     def send(
         self, request: FetchRequestData
     ) -> tuple[FetchResponseData, dict[TP, PartitionResult]]:
         """What the broker's Fetch handler does with the request; also returns every read."""
-        partitions = [
-            FetchPartition(
-                topic=tp[0],
-                topic_id=data.topic_id,
-                partition=tp[1],
-                fetch_offset=data.fetch_offset,
-                log_start_offset=data.log_start_offset,
-                max_bytes=data.max_bytes,
-                current_leader_epoch=data.current_leader_epoch,
-                last_fetched_epoch=data.last_fetched_epoch,
-            )
-            for tp, data in request.to_send.items()
-        ]
+        partitions = [self.fetch_partition(tp, data) for tp, data in request.to_send.items()]
         gone = list(request.to_forget)
         if self.uses_ids:
             gone += request.to_replace  # v13+ forgets the old incarnation by id
@@ -395,9 +397,20 @@ class Simulation:
         reads: dict[TP, PartitionResult] = {}
         for p in context.partitions():
             result = self.world.read(p, self.uses_ids, self.follower)
-            results[self.key((p.topic, p.partition), p.topic_id)] = result
+            key = self.key((p.topic, p.partition), p.topic_id)
+            results[key] = result
             reads[(p.topic, p.partition)] = result
+            if result.error_code and isinstance(context, IncrementalFetchContext):
+                context.keep_dirty(key)  # as the Fetch handler does: read it again next time
         return context.build_response(results), reads
+
+    def changed(self, tp: TP, *topic_ids: uuid.UUID) -> None:
+        """A partition's state moved: a follower's sessions read it at their next fetch (the
+        broker's partitions mark their followers' sessions so)."""
+        for shard in self.cache._shards:
+            for session in shard.sessions.values():
+                for topic_id in topic_ids or (self.world.ids[tp[0]],):
+                    session.mark_dirty(self.key(tp, topic_id))
 
     def fetch(self, *, lose: str | None = None) -> None:
         self.clock += 7
@@ -426,15 +439,22 @@ class Simulation:
             assert [tp for tp, _ in answered] == list(request.to_send)
         elif data.session_id != 0:
             self.incremental_responses += 1
-            self.omitted += len(reads) - len(answered)
+            self.omitted += len(request.session_partitions) - len(answered)
             self.check_only_changes(request, before, answered)
         for tp, r in answered:
             self.view[tp] = (r.high_watermark, r.log_start_offset, r.error_code)
             self.advance(tp, r)
-        # The broker read every session partition this round; the fetcher must know each
-        # answer, whether it was sent now or earlier.
-        assert set(reads) == set(request.session_partitions)
-        for tp, r in reads.items():
+        # The fetcher must know every session partition's answer, whether it was sent now
+        # or earlier. A consumer's session reads them all every round; a follower's only
+        # those that changed, the others answering as they did when last read.
+        if self.follower:
+            assert set(reads) <= set(request.session_partitions)
+        else:
+            assert set(reads) == set(request.session_partitions)
+        for tp, data in request.session_partitions.items():
+            r = reads.get(tp) or self.world.read(
+                self.fetch_partition(tp, data), self.uses_ids, True
+            )
             assert self.view[tp] == (r.high_watermark, r.log_start_offset, r.error_code), tp
         self.check_in_step()
 
@@ -505,20 +525,26 @@ class Simulation:
             self.wanted[args[0]] = dataclasses.replace(self.wanted[args[0]], max_bytes=args[1])
         elif kind == "produce":
             world.leo[args[0]] += args[1]
+            self.changed(args[0])
         elif kind == "commit":
             tp = args[0]
             world.hw[tp] = min(world.leo[tp], world.hw[tp] + args[1])
+            self.changed(tp)
         elif kind == "truncate_start":
             tp = args[0]
             world.log_start[tp] = min(world.hw[tp], world.log_start[tp] + args[1])
+            self.changed(tp)
         elif kind == "fail":
             world.failing ^= {args[0]}
+            self.changed(args[0])
         elif kind == "recreate":
             topic = args[0]
+            old = world.ids[topic]
             world.ids[topic] = uuid.uuid5(world.ids[topic], "next")
             for tp in PARTITIONS:
                 if tp[0] == topic:
                     world.leo[tp] = world.hw[tp] = world.log_start[tp] = 0
+                    self.changed(tp, old, world.ids[topic])
                     if tp in self.wanted:
                         # The fetcher learns the new id but keeps its position: out of range.
                         self.wanted[tp] = dataclasses.replace(
