@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import signal
 import sys
@@ -93,9 +92,13 @@ async def _run(config: object) -> int:
     if not starting.done():
         # SIGTERM while still starting (waiting for the quorum, registering): stop at once
         log.info("stopping before the node finished starting")
-        starting.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await starting
+        # Python 3.11's wait_for can swallow a cancellation that races its inner future's
+        # completion: cancel again until the start has really ended.
+        while not starting.done():
+            starting.cancel()
+            await asyncio.wait({starting}, timeout=0.5)
+        if not starting.cancelled():
+            starting.exception()  # retrieved: a start that failed as it was cancelled
     elif starting.exception() is not None:
         exc = starting.exception()
         expected = (OSError, KafkaError, StorageCheckError, RegistrationError)
