@@ -1,8 +1,9 @@
 """Real Kafka clients at their default settings against a 3-node ``brook cluster``: each one
 bootstraps from a different broker, sees every broker in Metadata with a live broker as the
 controller, creates its topic through the broker it knows, produces through the topic's
-leader and reads back through a consumer group (the group's coordinator on whichever broker
-leads its ``__consumer_offsets`` partition)."""
+leader (three replicas, acks=all where that is the client's default) and reads back through
+a consumer group (the group's coordinator on whichever broker leads its
+``__consumer_offsets`` partition, itself of three replicas)."""
 
 from __future__ import annotations
 
@@ -21,10 +22,9 @@ from support import local_cluster
 
 from brook.cli.local_cluster import LocalCluster
 
-# Replication of partition data comes with the replication work: until then a partition with
-# followers never advances its high watermark, so the group coordinator's topic has one replica
-# here (with Kafka's default of 3 it is created on all three brokers, and commits wait).
-OVERRIDES = {**FAST, "offsets.topic.replication.factor": "1", "default.replication.factor": "1"}
+# The cluster's own defaults otherwise: ``__consumer_offsets`` has three replicas, as the
+# topics the clients create.
+OVERRIDES = FAST
 RECORDS = [f"record-{i}".encode() for i in range(30)]
 
 
@@ -37,7 +37,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
 def _topic(cluster: LocalCluster, via: int) -> str:
     name = f"clients-{via}-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": cluster.node(via).broker_address})
-    admin.create_topics([NewTopic(name, 3, 1)])[name].result(30)
+    admin.create_topics([NewTopic(name, 3, 3)])[name].result(30)
     return name
 
 
