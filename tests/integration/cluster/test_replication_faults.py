@@ -263,8 +263,13 @@ def test_two_brokers_down_refuse_acks_all_and_lose_nothing_once_back(tmp_path: P
 # ---------------------------------------------------------------- controlled shutdown
 
 
+# The default session (9 s) bounds the controlled shutdown: FAST's 3 s could run out on a
+# loaded machine before the leaderships have moved.
+HEARTBEATS = {"broker.heartbeat.interval.ms": "500"}
+
+
 def test_controlled_shutdown_moves_leaders_under_an_idempotent_producer(tmp_path: Path) -> None:
-    with local_cluster(tmp_path / "c", nodes=3, overrides=FAST) as cluster:
+    with local_cluster(tmp_path / "c", nodes=3, overrides=HEARTBEATS) as cluster:
         with Admin({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
             topic = _create(admin, 6)
             leaders = [lead for lead, _, _ in _partitions(admin, topic).values()]
