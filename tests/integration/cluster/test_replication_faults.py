@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from quorum_support import FAST, wait_for
 from rawclient import RawClient
 from support import local_cluster
 
+from brook.cli.local_cluster import LocalCluster
 from brook.client.admin import Admin, NewTopic
 from brook.protocol.errors import Errors, error_info
 from brook.protocol.records import build_simple_batch
@@ -143,14 +144,22 @@ def _verify_everything_read_back(bootstrap: str, topic: str, partitions: int, wr
     assert verdict.read == verdict.acknowledged  # nothing unacknowledged either: all delivered
 
 
+def _assert_stopped_cleanly(cluster: LocalCluster, nodes: Iterable[int]) -> None:
+    """Every node stopped on SIGTERM within the launcher's 30 s (not killed after them)."""
+    for node in nodes:
+        log = cluster.node(node).log_path.read_text(errors="replace")
+        assert f"Brook node {node} stopped cleanly" in log, f"node {node} did not stop"
+
+
 # ---------------------------------------------------------------- a paused follower
 
 # The follower leaves the ISR for lagging (3 s), long before its session would expire
-# (30 s) and the controller would fence it: Metadata still lists it as a broker.
+# (15 s) and the controller would fence it: Metadata still lists it as a broker. (The
+# session also bounds a controlled shutdown, which must end within the launcher's 30 s.)
 LAGGING = {
     **FAST,
     "replica.lag.time.max.ms": "3000",
-    "broker.session.timeout.ms": "30000",
+    "broker.session.timeout.ms": "15000",
 }
 
 
@@ -182,6 +191,7 @@ def test_a_paused_follower_leaves_the_isr_and_rejoins_once_resumed(tmp_path: Pat
                 assert {p[0] for p in _partitions(admin, topic).values()} == {a, b}
                 writer.wait_acked(200)
             _verify_everything_read_back(boot, topic, 2, writer)
+    _assert_stopped_cleanly(cluster, (1, 2, 3))
 
 
 # ---------------------------------------------------------------- two of three brokers down
@@ -286,3 +296,4 @@ def test_controlled_shutdown_moves_leaders_under_an_idempotent_producer(tmp_path
             assert all(lead != target and target not in isr for lead, _, isr in moved.values())
             writer.wait_acked(300)
         _verify_everything_read_back(cluster.node(survivor).broker_address, topic, 6, writer)
+    _assert_stopped_cleanly(cluster, [n for n in (1, 2, 3) if n != target])
