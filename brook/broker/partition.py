@@ -265,6 +265,21 @@ class Partition:
             self.submit_isr_update(self, update)
         self.maybe_increment_high_watermark()
 
+    def maybe_expand_isr_for(self, replica: int) -> IsrUpdate | None:
+        """Try adding ``replica`` from what its last fetch said, once the image says it may
+        have become eligible (unfenced, registered again). A caught-up follower whose
+        incremental fetches name no partition (nothing changed) is not read again until
+        new records arrive, and with the ISR below ``min.insync.replicas`` none arrive:
+        without this it would wait out of the ISR for good."""
+        state = self.leader_state
+        if not self.is_leader or state is None or replica not in state.followers:
+            return None
+        state.local_broker_epoch = self._local_epoch()
+        update = state.maybe_expand_isr(replica, self._eligible)
+        if update is not None and self.submit_isr_update is not None:
+            self.submit_isr_update(self, update)
+        return update
+
     def maybe_shrink_isr(self) -> IsrUpdate | None:
         """Drop ISR members not caught up for ``replica.lag.time.max.ms`` (run every half of
         it by the replica manager)."""

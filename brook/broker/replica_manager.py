@@ -22,6 +22,7 @@ from brook.log.config import LogConfig
 from brook.log.manager import LogManager
 from brook.metadata.controller_api import ControllerApi
 from brook.metadata.image import (
+    BrokerChanged,
     BrokerInfo,
     Change,
     ConfigChanged,
@@ -233,6 +234,15 @@ class ReplicaManager:
                     self._remove((change.topic.name, p))
             elif isinstance(change, ConfigChanged):
                 self._reload_configs(change)
+            elif isinstance(change, BrokerChanged):
+                self._broker_changed(change.broker_id)
+
+    def _broker_changed(self, broker_id: int) -> None:
+        """A broker registered, was unfenced or changed state: the partitions led here that
+        it follows out of their ISR may take it in now (``Partition.maybe_expand_isr_for``)."""
+        for partition in self.partitions.values():
+            if partition.is_leader and broker_id not in partition.isr:
+                partition.maybe_expand_isr_for(broker_id)
 
     def _apply_partition(
         self, topic: str, info: PartitionInfo, configs: dict[str, LogConfig] | None = None

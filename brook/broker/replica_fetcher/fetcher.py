@@ -180,11 +180,17 @@ class ReplicaFetcher:
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     async def stop(self) -> None:
+        """End the fetch loop and wait for it. Python 3.11's ``asyncio.wait_for`` swallows a
+        cancellation that lands as what it waits for completes (the idle wait woken by
+        ``remove``, a response arriving), and the loop would run on for good, holding the
+        node's shutdown: it is cancelled again until it has ended."""
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            while not task.done():
+                task.cancel()
+                await asyncio.wait({task}, timeout=1.0)
+            if not task.cancelled():
+                task.exception()  # retrieved: the loop ends only by cancellation
         if self._conn is not None:
             self._conn.close()
             self._conn = None

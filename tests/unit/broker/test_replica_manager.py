@@ -20,6 +20,7 @@ from brook.log.config import LogConfig
 from brook.log.manager import LogManager
 from brook.metadata.image import MetadataImage
 from brook.metadata.records import (
+    BrokerRegistrationChangeRecord,
     ConfigRecord,
     ConfigResourceType,
     Endpoint,
@@ -102,6 +103,26 @@ def test_follows_metadata_changes(setup: tuple[ReplicaManager, list]) -> None:
     apply(RemoveTopicRecord(T1))
     assert rm.partitions == {}
     assert rm.log_manager.get_log("t", 1) is None
+
+
+def test_an_unfenced_follower_already_caught_up_joins_the_isr(
+    setup: tuple[ReplicaManager, list],
+) -> None:
+    # Broker 2 fetched up to the end while fenced; nothing new is appended after (acks=all is
+    # refused below min.insync.replicas), so no fetch of it reads this partition again: the
+    # unfencing alone must take it into the ISR.
+    rm, _ = setup
+    image = rm.image
+    apply = lambda record: rm.on_metadata_changes(image.apply(record, image.offset + 1))  # noqa: E731
+    sent: list[object] = []
+    rm.submit_isr_update = lambda p, u: sent.append(u)
+    apply(PartitionChangeRecord(T1, 0, isr=(1,)))
+    apply(BrokerRegistrationChangeRecord(2, 1, fenced=True))
+    t0 = rm.partitions[("t", 0)]
+    t0.record_follower_fetch(2, 2, 0, 1)
+    assert sent == []  # fenced: not eligible
+    apply(BrokerRegistrationChangeRecord(2, 1, fenced=False))
+    assert [u.new_isr for u in sent] == [(1, 2)]  # type: ignore[attr-defined]
 
 
 def test_a_failed_directory_takes_its_partitions_offline(

@@ -476,3 +476,28 @@ def test_the_log_start_follows_the_leaders_within_the_high_watermark(tmp_path: P
         assert (p.log.log_start_offset, p.high_watermark) == (7, 7)  # not past its own HW
 
     run(tmp_path, scenario)
+
+
+def test_stop_ends_a_fetcher_woken_as_it_is_cancelled(tmp_path: Path) -> None:
+    # Python 3.11's asyncio.wait_for returns the result of what it waits for, swallowing
+    # the cancellation, when both happen in the same loop iteration: the fetcher's idle wait
+    # (with a timeout while a partition is backed off) is woken by ``remove`` as the manager
+    # stops the emptied fetcher. The fetcher must end all the same.
+    async def scenario(leader: LoopbackLeader, fetcher: ReplicaFetcher, f: Follower) -> None:
+        fetcher.add(f.partition(0))
+        fetcher.start()
+        got = await leader.next()
+        error = partition_data(0, error_code=Errors.NOT_LEADER_OR_FOLLOWER)
+        got.reply(fetch_response({TID: [error]}, session_id=3))
+        got = await leader.next()
+        assert forgotten(got.request) == [0]  # backed off: the fetcher now idles with a timeout
+        got.reply(fetch_response({}, session_id=3))
+        await asyncio.sleep(0.05)
+        task = fetcher._task
+        assert task is not None
+        fetcher.remove(("t", 0))  # wakes the idle wait...
+        stopping = asyncio.ensure_future(fetcher.stop())  # ...as it is cancelled
+        await asyncio.wait({stopping}, timeout=5)  # (asyncio.wait cancels nothing)
+        assert stopping.done() and task.done(), "the fetcher ran on after stop()"
+
+    run(tmp_path, scenario)
