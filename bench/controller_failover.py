@@ -22,20 +22,17 @@ import argparse
 import asyncio
 import statistics
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
-
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from brook.broker.handlers import create_topics as create_topics_api
 from brook.cli.local_cluster import LocalCluster
 from brook.net.connection import NodeConnection, NodeUnavailable
 from brook.protocol.api import ApiKey
 
-from .common import machine, save
+from .common import Creator, check_metadata, machine, save
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -81,7 +78,7 @@ def failover(directory: Path, trials: int) -> tuple[list[float], dict[str, Any]]
     cluster = LocalCluster.create(directory, nodes=3)
     times: list[float] = []
     with cluster:
-        creator = Creator(cluster.bootstrap_servers)
+        creator = Creator(cluster.bootstrap_servers, pause=0.2)
         creator.start()
         for trial in range(trials):
             leader, epoch = _wait_leader(cluster)
@@ -97,56 +94,12 @@ def failover(directory: Path, trials: int) -> tuple[list[float], dict[str, Any]]
             )
             cluster.restart(leader)
         creator.stop()
-        loss = check_nothing_lost(cluster, creator.acked)
+        verdict = check_metadata(cluster, creator.acked, timeout=30)
+        loss = {
+            "lost": len(set().union(*verdict.missing.values())),
+            "identical_images": verdict.identical_images,
+        }
     return times, {**loss, "acknowledged": len(creator.acked), "failed": creator.failed}
-
-
-class Creator(threading.Thread):
-    """Creates topics one after another through any broker, ``pause`` seconds apart; records
-    those acknowledged."""
-
-    def __init__(self, bootstrap: str, pause: float = 0.2) -> None:
-        super().__init__(daemon=True)
-        self.pause = pause
-        self.admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000})
-        self.acked: list[str] = []
-        self.failed = 0
-        self.stopping = threading.Event()
-
-    def run(self) -> None:
-        while not self.stopping.is_set():
-            name = "c-" + uuid.uuid4().hex[:10]
-            try:
-                future = self.admin.create_topics([NewTopic(name, 1, 1)], operation_timeout=5)
-                future[name].result(10)
-            except Exception:
-                self.failed += 1
-            else:
-                self.acked.append(name)
-            self.stopping.wait(self.pause)
-
-    def stop(self) -> None:
-        self.stopping.set()
-        self.join(30)
-
-
-def check_nothing_lost(cluster: LocalCluster, acked: list[str]) -> dict[str, Any]:
-    """Every acknowledged topic listed by every broker; every node's image the same."""
-    committed = cluster.wait_metadata_caught_up().high_watermark
-    missing: set[str] = set()
-    for node in cluster.brokers:
-        admin = AdminClient({"bootstrap.servers": node.broker_address})
-        deadline = time.monotonic() + 30
-        while True:
-            missing = set(acked) - set(admin.list_topics(timeout=10).topics)
-            if not missing or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
-        if missing:
-            break
-    cluster.stop()
-    digests = cluster.metadata_digests(committed)
-    return {"lost": len(missing), "identical_images": len(set(digests.values())) == 1}
 
 
 async def _throughput(port: int, topics: int, concurrency: int) -> float:

@@ -5,47 +5,17 @@ was acknowledged is missing and every node holds the same metadata image."""
 
 from __future__ import annotations
 
-import threading
 import uuid
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
+from metadata_checker import Creator, check_metadata
 from quorum_support import FAST, wait_for
 from support import local_cluster
 
 from brook.cli.local_cluster import LocalCluster
 from brook.metadata.offline import metadata_image
-
-
-class Creator(threading.Thread):
-    """Creates topics one after another through any broker, recording those acknowledged;
-    ``pause`` seconds between two keeps the count (and the logs every restart loads) modest."""
-
-    def __init__(self, bootstrap: str, pause: float = 0.02) -> None:
-        super().__init__(daemon=True)
-        self.pause = pause
-        self.admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000})
-        self.acked: list[str] = []
-        self.failed = 0
-        self.stopping = threading.Event()
-
-    def run(self) -> None:
-        while not self.stopping.is_set():
-            name = "t-" + uuid.uuid4().hex[:10]
-            try:
-                self.admin.create_topics([NewTopic(name, 1, 1)], operation_timeout=5)[name].result(
-                    10
-                )
-            except Exception:
-                self.failed += 1  # in flight while the controller died: maybe, maybe not
-            else:
-                self.acked.append(name)
-            self.stopping.wait(self.pause)
-
-    def stop(self) -> None:
-        self.stopping.set()
-        self.join(30)
 
 
 def _create_works(cluster: LocalCluster) -> bool:
@@ -56,7 +26,7 @@ def _create_works(cluster: LocalCluster) -> bool:
 
 
 def _trials(cluster: LocalCluster, trials: int) -> Creator:
-    creator = Creator(cluster.bootstrap_servers)
+    creator = Creator(cluster.bootstrap_servers, pause=0.02)
     creator.start()
     try:
         epochs = []
@@ -85,20 +55,9 @@ def _check_nothing_lost(cluster: LocalCluster, acked: list[str]) -> None:
     """Every acknowledged topic is listed by every broker, and once the cluster is stopped,
     every node's metadata image is the same where their logs agree, which covers every
     record committed before the stop."""
-    committed = cluster.wait_metadata_caught_up().high_watermark
-    for node in cluster.brokers:
-        admin = AdminClient({"bootstrap.servers": node.broker_address})
-
-        def missing(admin: AdminClient = admin) -> set[str] | None:
-            gone = set(acked) - set(admin.list_topics(timeout=10).topics)
-            return None if gone else gone
-
-        lacking = missing()
-        if lacking:
-            wait_for(f"broker {node.node_id} listing {lacking}", lambda: not missing())
-    cluster.stop()
-    digests = cluster.metadata_digests(committed)
-    assert len(set(digests.values())) == 1, digests
+    verdict = check_metadata(cluster, acked, timeout=60)
+    assert not verdict.missing, verdict.missing
+    assert verdict.identical_images, verdict.digests
     assert set(acked) <= set(metadata_image(cluster.nodes[0].data_dir).topics)
 
 
