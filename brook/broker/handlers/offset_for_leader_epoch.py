@@ -25,12 +25,8 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "end_offset": -1,
             }
             partitions.append(entry)
-            partition, code = rm.leader_partition(topic.topic, p.partition)
+            partition, code = rm.leader_partition(topic.topic, p.partition, p.current_leader_epoch)
             if partition is None:
-                entry["error_code"] = code
-                continue
-            code = partition.check_leader_epoch(p.current_leader_epoch)
-            if code:
                 entry["error_code"] = code
                 continue
             epoch, end = partition.log.end_offset_for_epoch(p.leader_epoch)
