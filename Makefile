@@ -49,7 +49,7 @@ bench: $(TEST_STAMP)
 	$(BIN)/python -m bench.producer_clients
 
 # The seed proposals' experiments (docs/experiments.md), each on a 3-node brook cluster, with
-# its plot redrawn into docs/images/; KIP-794's full run takes ~8 minutes, KIP-227's ~5,
+# its plot redrawn into docs/images/; KIP-794's full run takes ~6 minutes, KIP-227's ~4,
 # KIP-951's ~13.
 experiments: experiment-kip794 experiment-kip227 experiment-kip951
 
