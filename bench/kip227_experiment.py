@@ -1,22 +1,28 @@
 """KIP-227's claim on one command: with fetch sessions, what a Fetch costs follows the
 partitions that changed; without them, the number of partitions followed.
 
-    python -m bench.kip227_experiment [--cells 100:10,1000:1,...] [--seconds 10]
+    python -m bench.kip227_experiment [--cells 100:10,1000:1,...] [--seconds 10] [--plot]
 
-One Brook broker; for each cell ``N:k`` a topic of N partitions of which k ("hot", spread
-evenly) receive one 100-byte record each every 50 ms from a producer in this process. Brook's
-consumer, in a subprocess of its own, is assigned all N partitions (from the end) and polls
-without pause, once with fetch sessions (``brook.fetch.sessions.enable=true``, the default)
-and once without (sessionless full fetches, as librdkafka sends). It reaches the broker
-through tests/multinode_proxy.py with a single node and no delay, which counts the bytes of
-every Fetch request and response on the wire and keeps the frames of the measured window,
-decoded afterwards to count the partitions each one names.
+A 3-node ``brook cluster`` (LocalCluster: three ``brook server`` processes, each controller
+and broker); for each cell ``N:k`` a topic of N partitions with replication factor 1, laid
+out round robin (partition p on the (p mod 3)-th broker), of which k ("hot", spread evenly
+over the brokers and over the partitions each leads) receive one 100-byte record each every
+50 ms from a producer in this process. Brook's consumer, in a subprocess of its own, is
+assigned all N partitions (from the end) and polls without pause, once with fetch sessions
+(``brook.fetch.sessions.enable=true``, the default) and once without (sessionless full
+fetches, as librdkafka sends): it fetches from the three brokers, each fetch naming the
+partitions that broker leads. It reaches them through tests/multinode_proxy.py in its
+pass-through form (one port per real broker, the cluster's own Metadata but for the
+brokers' addresses, nothing delayed), which counts the bytes of every Fetch request and
+response on the wire and keeps the frames of the measured window, decoded afterwards to
+count the partitions each one names.
 
-CPU: the consumer process reports its own CPU time over the window; the broker's is read from
-/proc over the same window, minus its CPU over a window of the same length with the producer
-alone (the "baseline" run of each cell), so that what remains is the fetch work. Both are
-divided by the Fetch requests counted in the window. Results go to
-bench/results/kip227_experiment.json; docs/experiments.md reads them.
+CPU: the consumer process reports its own CPU time over the window; the brokers' is read
+from /proc over the same window (the three processes together), minus their CPU over a
+window of the same length with the producer alone (the "baseline" run of each cell), so that
+what remains is the fetch work. Both are divided by the Fetch requests counted in the window.
+Results go to bench/results/kip227_experiment.json, the plot to docs/images/kip227_fetch.png
+(with ``--plot``); docs/experiments.md reads them.
 """
 
 from __future__ import annotations
@@ -24,25 +30,82 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from brook.cli.local_cluster import LocalCluster
 from brook.client.admin import Admin, NewTopic
 from brook.client.consumer import Consumer
 from brook.client.producer import Producer
 from brook.protocol.api import ApiKey, is_flexible, request_class, response_class
 from brook.protocol.framing import decode_kio, parse_request_header, response_body_offset
 
-from .common import ROOT, MultiNodeProxy, brook_process, machine, process_cpu_seconds, save
+from .common import ROOT, MultiNodeProxy, machine, process_cpu_seconds, save
 
 DEFAULT_CELLS = "100:10,1000:1,1000:10,1000:100,3000:10"
+NODES = 3
 ROUND_S = 0.05  # one record to every hot partition per round
 RECORD = b"r" * 100
 WORKER_TIMEOUT_S = 300.0
+WAIT_S = 120.0
+DEFAULT_PLOT = ROOT / "docs" / "images" / "kip227_fetch.png"
+
+
+@dataclass(frozen=True)
+class Brokers:
+    """The cluster's brokers as the measurement sees them: addresses and processes."""
+
+    addresses: dict[int, str]  # node id -> host:port
+    pids: dict[int, int]  # node id -> pid
+
+    @classmethod
+    def of(cls, cluster: LocalCluster) -> Brokers:
+        nodes = cluster.brokers
+        if any(n.pid is None for n in nodes):
+            raise RuntimeError("a broker of the cluster is not running")
+        return cls(
+            {n.node_id: n.broker_address for n in nodes},
+            {n.node_id: n.pid for n in nodes if n.pid is not None},
+        )
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(self.addresses[n] for n in sorted(self.addresses))
+
+    def cpu_seconds(self) -> float:
+        return sum(process_cpu_seconds(pid) for pid in self.pids.values())
+
+
+def create_topics(admin: Admin, brokers: Brokers, sizes: list[int]) -> None:
+    """``kip227-N`` for each N: RF 1, partition p on the (p mod 3)-th broker; returns once
+    every partition has its leader."""
+    ids = sorted(brokers.addresses)
+    admin.create_topics(
+        [
+            NewTopic(f"kip227-{n}", replica_assignment={p: [ids[p % len(ids)]] for p in range(n)})
+            for n in sizes
+        ]
+    )
+    deadline = time.monotonic() + WAIT_S
+    for n in sizes:
+        topic = f"kip227-{n}"
+        while True:
+            try:
+                desc = admin.describe_topics([topic])[topic]
+                if len(desc.partitions) == n and all(p.leader >= 0 for p in desc.partitions):
+                    break
+            except Exception:  # still being created
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{topic}: not every partition has a leader")
+            time.sleep(0.2)
 
 
 # -- the consumer, in its own process ---------------------------------------------------------
@@ -139,16 +202,16 @@ class HotProducer:
 
 @dataclass
 class FetchTap:
-    """Keeps the Fetch exchanges that pass while ``recording`` is set."""
+    """Keeps the Fetch exchanges that pass while ``recording`` is set, with their node."""
 
     recording: bool = False
-    exchanges: list[tuple[int, bytes, bytes]] = field(default_factory=list)
+    exchanges: list[tuple[int, int, bytes, bytes]] = field(default_factory=list)
 
     def __call__(
         self, node: int, api_key: int, version: int, request: bytes, response: bytes
     ) -> None:
         if self.recording and api_key == ApiKey.FETCH:
-            self.exchanges.append((version, request, response))
+            self.exchanges.append((node, version, request, response))
 
 
 def decode_exchange(version: int, request: bytes, response: bytes) -> dict[str, int]:
@@ -171,12 +234,18 @@ def decode_exchange(version: int, request: bytes, response: bytes) -> dict[str, 
     }
 
 
+DECODED = ("request_partitions", "forgotten_partitions", "response_partitions", "record_bytes")
+
+
+def averages(decoded: list[dict[str, int]]) -> dict[str, float]:
+    return {key: sum(d[key] for d in decoded) / max(1, len(decoded)) for key in DECODED}
+
+
 # -- one measurement --------------------------------------------------------------------------
 
 
 def run_consumer(
-    broker_pid: int,
-    bootstrap: str,
+    brokers: Brokers,
     topic: str,
     partitions: int,
     sessions: bool,
@@ -184,7 +253,7 @@ def run_consumer(
     seconds: float,
 ) -> dict[str, Any]:
     tap = FetchTap()
-    with MultiNodeProxy(bootstrap, 1, tap=tap) as proxy:
+    with MultiNodeProxy.in_front_of(brokers.addresses, tap=tap) as proxy:
         worker = json.dumps(
             {
                 "bootstrap": proxy.bootstrap,
@@ -204,11 +273,11 @@ def run_consumer(
             try:
                 for line in proc.stdout:
                     if line.startswith("START"):
-                        start = snapshot(proxy, broker_pid)
+                        start = snapshot(proxy, brokers)
                         tap.recording = True
                     elif line.startswith("END "):
                         tap.recording = False
-                        end = snapshot(proxy, broker_pid)
+                        end = snapshot(proxy, brokers)
                         figures = json.loads(line[4:])
                 code = proc.wait(WORKER_TIMEOUT_S)
             except BaseException:
@@ -216,69 +285,82 @@ def run_consumer(
                 raise
     if code != 0 or not figures:
         raise RuntimeError(f"the consumer worker failed (exit code {code})")
-    decoded = [decode_exchange(*e) for e in tap.exchanges]
-    fetches = end["requests"] - start["requests"]
+    decoded = [(node, decode_exchange(*e)) for node, *e in tap.exchanges]
+    per_node = {
+        node: {
+            "fetches": end["per_node"][node] - start["per_node"][node],
+            **averages([d for n, d in decoded if n == node]),
+        }
+        for node in sorted(brokers.addresses)
+    }
     return {
-        "fetches": fetches,
+        "fetches": end["requests"] - start["requests"],
         "window_s": end["at"] - start["at"],
         "request_bytes": end["request_bytes"] - start["request_bytes"],
         "response_bytes": end["response_bytes"] - start["response_bytes"],
         "broker_cpu_s": end["broker_cpu_s"] - start["broker_cpu_s"],
         "consumer": figures,
-        "decoded": {
-            key: sum(d[key] for d in decoded) / max(1, len(decoded))
-            for key in (
-                "request_partitions",
-                "forgotten_partitions",
-                "response_partitions",
-                "record_bytes",
-            )
-        },
+        "decoded": averages([d for _, d in decoded]),
+        "per_node": per_node,
         "decoded_exchanges": len(decoded),
-        "incremental_exchanges": sum(1 for d in decoded if d["session_epoch"] > 0),
+        "incremental_exchanges": sum(1 for _, d in decoded if d["session_epoch"] > 0),
     }
 
 
-def snapshot(proxy: MultiNodeProxy, broker_pid: int) -> dict[str, Any]:
+def snapshot(proxy: MultiNodeProxy, brokers: Brokers) -> dict[str, Any]:
     fetch = proxy.api_traffic(ApiKey.FETCH)
     return {
         "at": time.monotonic(),
         "requests": fetch.requests,
         "request_bytes": fetch.request_bytes,
         "response_bytes": fetch.response_bytes,
-        "broker_cpu_s": process_cpu_seconds(broker_pid),
+        "per_node": {n: proxy.api_traffic(ApiKey.FETCH, n).requests for n in brokers.addresses},
+        "broker_cpu_s": brokers.cpu_seconds(),
     }
 
 
-def run_baseline(broker_pid: int, warmup: float, seconds: float) -> dict[str, Any]:
-    """Broker CPU over a window with the producer alone."""
+def run_baseline(brokers: Brokers, warmup: float, seconds: float) -> dict[str, Any]:
+    """The brokers' CPU over a window with the producer alone."""
     time.sleep(warmup)
-    cpu = process_cpu_seconds(broker_pid)
+    cpu = brokers.cpu_seconds()
     start = time.monotonic()
     time.sleep(seconds)
     return {
-        "broker_cpu_s": process_cpu_seconds(broker_pid) - cpu,
+        "broker_cpu_s": brokers.cpu_seconds() - cpu,
         "window_s": time.monotonic() - start,
     }
 
 
+def hot_partitions(partitions: int, hot_count: int, brokers: int = NODES) -> list[int]:
+    """The partitions that receive records: as even a share as can be on each broker (the
+    (p mod brokers)-th leads partition p), spread evenly among the partitions it leads."""
+    hot = []
+    for b in range(brokers):
+        led = range(b, partitions, brokers)
+        count = min(len(led), hot_count // brokers + (b < hot_count % brokers))
+        hot += [led[i * len(led) // count] for i in range(count)]
+    return sorted(hot)
+
+
 def run_cell(
-    broker_pid: int, bootstrap: str, partitions: int, hot_count: int, warmup: float, seconds: float
+    brokers: Brokers, partitions: int, hot_count: int, warmup: float, seconds: float
 ) -> dict[str, Any]:
     topic = f"kip227-{partitions}"
-    hot = sorted({i * partitions // hot_count for i in range(hot_count)})
+    hot = hot_partitions(partitions, hot_count)
     print(f"{partitions} partitions, {len(hot)} receiving records:", flush=True)
     cell: dict[str, Any] = {"partitions": partitions, "hot": len(hot)}
-    with HotProducer(bootstrap, topic, hot) as producer:
-        cell["baseline"] = run_baseline(broker_pid, warmup, seconds)
-        print(f"  producer alone: broker {cell['baseline']['broker_cpu_s']:.2f} s CPU", flush=True)
+    load_before = os.getloadavg()
+    with HotProducer(brokers.bootstrap, topic, hot) as producer:
+        cell["baseline"] = run_baseline(brokers, warmup, seconds)
+        print(f"  producer alone: brokers {cell['baseline']['broker_cpu_s']:.2f} s CPU", flush=True)
         for sessions in (True, False):
-            run = run_consumer(broker_pid, bootstrap, topic, partitions, sessions, warmup, seconds)
+            run = run_consumer(brokers, topic, partitions, sessions, warmup, seconds)
             cell["sessions" if sessions else "sessionless"] = run
             print(
                 f"  {'sessions' if sessions else 'sessionless'}: {summary(run, cell)}", flush=True
             )
         cell["producer_rounds"] = producer.rounds
+    cell["load_average"] = {"before": load_before, "after": os.getloadavg()}
     return cell
 
 
@@ -334,6 +416,55 @@ def report(cells: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+PLOTTED = (
+    ("request_bytes", "request bytes per fetch", "%.0f", True),
+    ("overhead_bytes", "response bytes besides records per fetch", "%.0f", True),
+    ("broker_cpu_ms", "brokers' CPU ms per fetch (producer alone subtracted)", "%.1f", False),
+    ("consumer_cpu_ms", "consumer CPU ms per fetch", "%.1f", False),
+)
+
+
+def plot(cells: list[dict[str, Any]], path: Path, setup: str) -> None:
+    """Per cell, with fetch sessions and without: the bytes of a Fetch request, what its
+    response carries besides records, and the CPU a fetch costs each side."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [f"{c['partitions']:,} partitions\n{c['hot']} receiving" for c in cells]
+    x = list(range(len(cells)))
+    width = 0.38
+    fig, axes = plt.subplots(2, 2, figsize=(13, 8.5))
+    for ax, (key, title, fmt, log) in zip(axes.flat, PLOTTED, strict=True):
+        for mode, offset, colour, name in (
+            ("sessions", -width / 2, "tab:blue", "fetch sessions on"),
+            ("sessionless", width / 2, "tab:red", "fetch sessions off"),
+        ):
+            values = [max(per_fetch(c[mode], c)[key], 0.0) for c in cells]
+            drawn = ax.bar([i + offset for i in x], values, width, color=colour, label=name)
+            ax.bar_label(drawn, fmt=fmt, fontsize=7)
+        if log:
+            ax.set_yscale("log")
+        ax.set_title(title, fontsize=10)
+        ax.set_xticks(x, labels, fontsize=8)
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"KIP-227: the cost of a fetch\n{setup}", fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def setup_text(args: dict[str, Any]) -> str:
+    return (
+        f"3-node brook cluster on one machine, RF 1 topics laid out round robin, one 100-B "
+        f"record per receiving partition every {ROUND_S * 1000:.0f} ms, Brook's consumer "
+        f"polling every partition, {args['seconds']:.0f} s measured per run"
+    )
+
+
 def parse_cells(text: str) -> list[tuple[int, int]]:
     cells = []
     for item in text.split(","):
@@ -352,10 +483,28 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=float, default=10.0, help="measured window per run")
     parser.add_argument("--warmup", type=float, default=3.0, help="unmeasured lead-in per run")
+    parser.add_argument(
+        "--plot",
+        nargs="?",
+        const=str(DEFAULT_PLOT),
+        default=None,
+        help=f"write the PNG (default path: {DEFAULT_PLOT.relative_to(ROOT)})",
+    )
+    parser.add_argument(
+        "--from-results",
+        metavar="JSON",
+        help="run nothing: print the table (and --plot) from a saved results file",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         consume(**json.loads(args.worker))
+        return
+    if args.from_results:
+        saved = json.loads(Path(args.from_results).read_text())
+        print(report(saved["results"]))
+        if args.plot:
+            plot(saved["results"], Path(args.plot), setup_text(saved["args"]))
         return
     try:
         cells = parse_cells(args.cells)
@@ -363,21 +512,26 @@ def main() -> None:
         parser.error(str(exc))
     load_before = os.getloadavg()
     results = []
-    with brook_process() as broker:
-        assert broker.proc is not None
-        pid = broker.proc.pid
-        with Admin({"bootstrap.servers": broker.bootstrap}) as admin:
-            admin.create_topics(
-                [NewTopic(f"kip227-{n}", n, 1) for n in sorted({n for n, _ in cells})]
-            )
-        for partitions, hot in cells:
-            results.append(
-                run_cell(pid, broker.bootstrap, partitions, hot, args.warmup, args.seconds)
-            )
+    workdir = Path(tempfile.mkdtemp(prefix="kip227-"))
+    try:
+        with LocalCluster.create(workdir / "cluster", nodes=NODES) as cluster:
+            brokers = Brokers.of(cluster)
+            with Admin({"bootstrap.servers": brokers.bootstrap}) as admin:
+                create_topics(admin, brokers, sorted({n for n, _ in cells}))
+            for partitions, hot in cells:
+                results.append(run_cell(brokers, partitions, hot, args.warmup, args.seconds))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     print()
     print(report(results))
+    if args.plot:
+        plot(results, Path(args.plot), setup_text(vars(args)))
+        print(f"\nplot: {args.plot}")
+    name = "kip227_experiment"
+    if (args.cells, args.seconds, args.warmup) != (DEFAULT_CELLS, 10.0, 3.0):
+        name += "-quick"
     path = save(
-        "kip227_experiment",
+        name,
         {
             "machine": machine(),
             "args": vars(args),

@@ -2,52 +2,66 @@
 ``brook producer-perf-test`` run with each partitioner configuration of the KIP's Test Series 1
 (2048 records/s) and 2 (4096 records/s).
 
-    python -m bench.kip794_experiment [--records 122880] [--series 1,2] [--configs ...]
+    python -m bench.kip794_experiment [--records 122880] [--series 1,2] [--configs ...] [--plot]
 
 The KIP's set-up was three Kafka brokers on one machine, topic foo with 3 partitions (RF 1,
-one per broker) and a 20 ms sleep injected in Kafka-0's produce responses. Here one Brook
-broker plays the three nodes behind tests/multinode_proxy.py, which names them 0, 1 and 2
-with partition 1 led by node 0 (as in the KIP), and holds node 0's Produce responses 20 ms
-each, serially: a Kafka broker reads a connection's next request only once it has answered
-the previous one, so a 20 ms sleep in its handler spaces that connection's answers at least
-20 ms apart. Each configuration gets a fresh broker and runs the tool as a subprocess with
-the KIP's arguments; the final line and the per-node ``outgoing-byte-total`` are parsed from
-its real output. The producer runs with Kafka's defaults of the KIP's time (3.3:
-``linger.ms=0``; Brook's own default is Kafka 4.0's 5 ms). ``--switch-rule kip-2022`` runs
-the tool with the partition-switch rule the KIP measured instead of the one Brook ships
+one per broker, partition 1 led by Kafka-0) and a 20 ms sleep injected in Kafka-0's produce
+responses. Here each configuration gets a fresh 3-node ``brook cluster`` (LocalCluster: three
+``brook server`` processes, each controller and broker) and ``foo`` is created with that
+layout: partition 1 on node 1, which plays Kafka-0 and is made slow with ``cluster.slow(1,
+produce_delay_ms=20)`` (``brook cluster slow``: the dynamic ``brook.fault.produce.delay.ms``),
+partition 0 on node 2 and partition 2 on node 3. The broker sleeps in the produce handler
+after the append, and a connection's next request is handled only once the previous one is
+answered (brook/broker/network.py), as in a Kafka broker, so the slow node's service time is
+its own processing plus 20 ms, request after request. The tool runs as a subprocess with the
+KIP's arguments; the final line and the per-node ``outgoing-byte-total`` are parsed from its
+real output. The producer runs with Kafka's defaults of the KIP's time (3.3: ``linger.ms=0``;
+Brook's own default is Kafka 4.0's 5 ms). ``--switch-rule kip-2022`` runs the tool with the
+partition-switch rule the KIP measured instead of the one Brook ships
 (bench/kip794_switch_rule.py), for diagnosis. Results go to
-bench/results/kip794_experiment*.json; docs/experiments.md reads them beside the KIP's.
+bench/results/kip794_experiment*.json, the plot to docs/images/kip794_partitioner.png (with
+``--plot``); docs/experiments.md reads them beside the KIP's.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from brook.cli.local_cluster import LocalCluster
 from brook.client.admin import Admin, NewTopic
 from brook.client.consumer import Consumer
+from brook.client.producer import Producer
 
-from .common import ROOT, MultiNodeProxy, brook_broker, machine, save
+from .common import ROOT, machine, save
 from .kip794_switch_rule import RULES
 
 TOPIC = "foo"
 PARTITIONS = 3
 RECORD_SIZE = 512
 KIP_RECORDS = 122880
-SLOW_NODE = 0
-DELAY_MS = 20.0
-# Partition 0 -> node 1, partition 1 -> node 0 (the slow one), partition 2 -> node 2.
-NODE_IDS = (1, 0, 2)
+NODES = 3
+DELAY_MS = 20
+# The KIP's layout in its own node numbering: partition 0 on node 1, partition 1 on node 0
+# (Kafka-0, the slow one), partition 2 on node 2. A brook cluster numbers its nodes from 1.
+KIP_LEADERS = {0: 1, 1: 0, 2: 2}
+SLOW_PARTITION = 1
 # The KIP ran Kafka 3.3's producer defaults; Brook's linger.ms default follows Kafka 4.0.
 BASE_PROPERTIES = {"linger.ms": "0"}
 RUN_TIMEOUT_S = 1800.0
+WAIT_S = 60.0
+PROBE_TOPIC = "slow-probe"
+DEFAULT_PLOT = ROOT / "docs" / "images" / "kip794_partitioner.png"
 
 
 @dataclass(frozen=True)
@@ -233,24 +247,107 @@ def records_per_partition(bootstrap: str) -> dict[int, int]:
     return {tp.partition: offset for tp, offset in ends.items()}
 
 
+# -- the cluster ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Which node of the brook cluster plays which node of the KIP."""
+
+    leaders: dict[int, int]  # partition -> brook node id
+    slow_node: int
+
+    @classmethod
+    def of(cls, brokers: list[int]) -> Layout:
+        ordered = sorted(brokers)
+        leaders = {p: ordered[kip] for p, kip in KIP_LEADERS.items()}
+        return cls(leaders, leaders[SLOW_PARTITION])
+
+    @property
+    def kip_node(self) -> dict[int, int]:
+        """brook node id -> the KIP's node id (the slow one is the KIP's node 0)."""
+        return {self.leaders[p]: KIP_LEADERS[p] for p in self.leaders}
+
+
+def partition_leaders(admin: Admin, topic: str) -> dict[int, int]:
+    try:
+        desc = admin.describe_topics([topic])[topic]
+    except Exception:  # the topic is still being created
+        return {}
+    return {p.partition: p.leader for p in desc.partitions}
+
+
+def create_topic(admin: Admin, topic: str, assignment: dict[int, list[int]]) -> None:
+    """Create ``topic`` with explicit replicas and wait until every partition has its
+    assigned leader."""
+    admin.create_topics([NewTopic(topic, replica_assignment=assignment)])
+    wanted = {p: replicas[0] for p, replicas in assignment.items()}
+    deadline = time.monotonic() + WAIT_S
+    while (found := partition_leaders(admin, topic)) != wanted:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{topic}: leaders {found}, wanted {wanted}")
+        time.sleep(0.1)
+
+
+def make_slow(cluster: LocalCluster, admin: Admin, node: int, delay_ms: int) -> float:
+    """``brook cluster slow NODE --produce-delay-ms delay_ms``, then wait until the node
+    applies it: a produce to a partition it leads (a probe topic, not ``foo``) takes at least
+    the delay. Returns that probe's time in ms."""
+    cluster.slow(node, produce_delay_ms=delay_ms)
+    create_topic(admin, PROBE_TOPIC, {0: [node]})
+    config = {"bootstrap.servers": cluster.bootstrap_servers, "acks": 1, "linger.ms": 0}
+    deadline = time.monotonic() + WAIT_S
+    with Producer(config) as producer:
+        # The first send also waits for metadata and a connection: only later ones tell.
+        producer.send(PROBE_TOPIC, b"warm-up", partition=0).result(WAIT_S)
+        while True:
+            started = time.monotonic()
+            producer.send(PROBE_TOPIC, b"probe", partition=0).result(WAIT_S)
+            took_ms = (time.monotonic() - started) * 1000
+            if took_ms >= delay_ms or not delay_ms:
+                return took_ms
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"node {node}'s produce delay not in force in {WAIT_S:.0f} s")
+            time.sleep(0.1)
+
+
 def run_configuration(
-    series: int, key: str, records: int, delay_ms: float, serial: bool, switch_rule: str = "current"
+    series: int,
+    key: str,
+    records: int,
+    workdir: Path,
+    delay_ms: int = DELAY_MS,
+    switch_rule: str = "current",
 ) -> dict[str, Any]:
+    """One run of the tool on a fresh 3-node cluster laid out and slowed as in the KIP."""
     throughput = SERIES[series][0]
     config = CONFIGURATIONS[key]
     print(f"series {series}, {config.label}:", flush=True)
-    load_before = os.getloadavg()
-    with brook_broker() as bootstrap:
-        with Admin({"bootstrap.servers": bootstrap}) as admin:
-            admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])
-        with MultiNodeProxy(
-            bootstrap, 3, {SLOW_NODE: delay_ms}, serial=serial, node_ids=NODE_IDS
-        ) as proxy:
-            lines = run_tool(proxy.bootstrap, records, throughput, config.properties, switch_rule)
-            produce_requests = proxy.produce_requests
-            leaders = {p: proxy.leader_of(p) for p in range(PARTITIONS)}
-        partitions = records_per_partition(bootstrap)
+    directory = Path(tempfile.mkdtemp(prefix=f"s{series}-{key}-", dir=workdir))
+    cluster = LocalCluster.create(directory / "cluster", nodes=NODES)
+    try:
+        with cluster, Admin({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
+            layout = Layout.of([n.node_id for n in cluster.brokers])
+            create_topic(admin, TOPIC, {p: [node] for p, node in layout.leaders.items()})
+            probe_ms = make_slow(cluster, admin, layout.slow_node, delay_ms)
+            print(
+                f"  node {layout.slow_node} (partition {SLOW_PARTITION}) slowed by {delay_ms} ms "
+                f"(probe answered in {probe_ms:.0f} ms); leaders {layout.leaders}",
+                flush=True,
+            )
+            load_before = os.getloadavg()
+            lines = run_tool(
+                cluster.bootstrap_servers, records, throughput, config.properties, switch_rule
+            )
+            load_after = os.getloadavg()
+            partitions = records_per_partition(cluster.bootstrap_servers)
+            leaders = partition_leaders(admin, TOPIC)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+    if leaders != layout.leaders:
+        raise RuntimeError(f"the leaders moved during the run: {leaders} != {layout.leaders}")
     parsed = parse_output(lines)
+    kip_node = layout.kip_node
     return {
         "series": series,
         "configuration": key,
@@ -259,45 +356,135 @@ def run_configuration(
         "switch_rule": switch_rule,
         "properties": {**BASE_PROPERTIES, **config.properties},
         **parsed,
-        "produce_requests_at_proxy": produce_requests,
+        # outgoing-byte-total of the three brokers, in the KIP's node numbering
+        "node_bytes": {
+            kip_node[n]: m.get("outgoing-byte-total", 0.0)
+            for n, m in parsed["nodes"].items()
+            if n in kip_node
+        },
         "records_per_partition": partitions,
         "leaders": leaders,
-        "load_average": {"before": load_before, "after": os.getloadavg()},
+        "slow_node": layout.slow_node,
+        "kip_node": kip_node,
+        "delay_ms": delay_ms,
+        "probe_ms": probe_ms,
+        "load_average": {"before": load_before, "after": load_after},
         "output": lines,
     }
 
 
-def _node_bytes(row: dict[str, Any]) -> dict[int, float]:
-    nodes = row.get("node_bytes")
-    if nodes is not None:
-        return {int(n): float(v) for n, v in nodes.items()}
-    return {int(n): m.get("outgoing-byte-total", 0.0) for n, m in row["nodes"].items()}
+# -- the table and the plot -------------------------------------------------------------------
+
+
+def _node_bytes(figures: dict[str, Any]) -> dict[int, float]:
+    """outgoing-byte-total by the KIP's node numbering (node 0 is the slow one)."""
+    return {int(n): float(v) for n, v in figures["node_bytes"].items()}
+
+
+def slow_share(figures: dict[str, Any]) -> float:
+    nodes = _node_bytes(figures)
+    return nodes.get(0, 0.0) / (sum(nodes.values()) or 1.0)
+
+
+def who(row: dict[str, Any]) -> str:
+    return "Brook" if row["switch_rule"] == "current" else "Brook, 2022 rule"
 
 
 def report(rows: list[dict[str, Any]], with_kip: bool = True) -> str:
     """The KIP's summary table, with the node bytes beside it; the KIP's rows follow ours."""
     lines = [
         "| series | partitioner config | run | throughput | avg latency | p99 | p99.9 "
-        "| node-0 bytes | node-1 bytes | node-2 bytes | node-0 share |",
+        "| node-0 bytes (slow) | node-1 bytes | node-2 bytes | node-0 share |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        who = "Brook" if row["switch_rule"] == "current" else "Brook, 2022 rule"
-        entries = [(who, row)]
+        entries = [(who(row), row)]
         kip = KIP_FIGURES.get((row["series"], row["configuration"]))
         if with_kip and kip is not None:
             entries.append(("KIP", kip))
-        for who, figures in entries:
+        for name, figures in entries:
             nodes = _node_bytes(figures)
-            total = sum(nodes.values()) or 1.0
             lines.append(
-                f"| {row['series']} | {row['label']} | {who} | {figures['mb_per_s']:.2f} MB/s "
+                f"| {row['series']} | {row['label']} | {name} | {figures['mb_per_s']:.2f} MB/s "
                 f"| {figures['avg_ms']:.2f} ms | {figures['p99_ms']:.0f} ms "
                 f"| {figures['p999_ms']:.0f} ms | "
                 + " | ".join(f"{nodes.get(n, 0.0):,.0f}" for n in (0, 1, 2))
-                + f" | {nodes.get(0, 0.0) / total:.0%} |"
+                + f" | {slow_share(figures):.0%} |"
             )
     return "\n".join(lines)
+
+
+SHORT_LABELS = {"old": "old", "uniform": "uniform", "default": "adaptive", "timeout5": "timeout 5"}
+
+
+def plot(rows: list[dict[str, Any]], path: Path, setup: str) -> None:
+    """Per configuration, Brook beside the KIP: the slow node's share of the bytes sent, the
+    p99 latency and the throughput against the throttle."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pairs = [(row, KIP_FIGURES.get((row["series"], row["configuration"]))) for row in rows]
+    labels = [f"S{row['series']} {SHORT_LABELS[row['configuration']]}" for row in rows]
+    x = list(range(len(rows)))
+    width = 0.38
+    brook_x = [i - width / 2 for i in x]
+    kip_x = [i + width / 2 for i in x]
+    fig, (share, p99, rate) = plt.subplots(1, 3, figsize=(15, 4.8))
+
+    def bars(
+        ax: Any, values: list[float | None], offsets: list[float], fmt: str, **kw: Any
+    ) -> None:
+        shown = [(o, v) for o, v in zip(offsets, values, strict=True) if v is not None]
+        drawn = ax.bar([o for o, _ in shown], [v for _, v in shown], width, **kw)
+        ax.bar_label(drawn, fmt=fmt, fontsize=7)
+
+    names = sorted({who(row) for row in rows})
+    brook_label = names[0] if len(names) == 1 else "Brook"
+    panels = (
+        (share, lambda f: 100 * slow_share(f), "%.0f%%"),
+        (p99, lambda f: f["p99_ms"], "%.0f"),
+        (rate, lambda f: f["mb_per_s"], "%.2f"),
+    )
+    for ax, value, fmt in panels:
+        bars(ax, [value(r) for r, _ in pairs], brook_x, fmt, color="tab:blue", label=brook_label)
+        kip = [value(k) if k else None for _, k in pairs]
+        bars(ax, kip, kip_x, fmt, color="tab:orange", label="KIP")
+    share.axhline(100 / 3, color="k", ls="--", lw=1, label="a third")
+    share.set_ylabel("slow node's share of the bytes sent (%)")
+    share.set_ylim(0, 100)
+    p99.set_yscale("log")
+    p99.set_ylabel("p99 produce latency (ms)")
+    for i, (row, _) in enumerate(pairs):
+        target = row["throughput"] * RECORD_SIZE / 1024 / 1024
+        rate.plot([i - 0.45, i + 0.45], [target, target], color="k", lw=1)
+    rate.set_ylabel("throughput (MB/s); black: the throttle")
+
+    for ax in (share, p99, rate):
+        ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
+        ax.grid(True, axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"KIP-794: a slow broker and the partitioner\n{setup}", fontsize=9)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_path(switch_rule: str) -> Path:
+    if switch_rule == "current":
+        return DEFAULT_PLOT
+    return DEFAULT_PLOT.with_name(f"{DEFAULT_PLOT.stem}-{switch_rule}-rule.png")
+
+
+def setup_text(records: int, delay_ms: int, switch_rule: str) -> str:
+    rule = "" if switch_rule == "current" else f", switch rule {switch_rule}"
+    return (
+        f"3-node brook cluster on one machine, foo: 3 partitions RF 1 one per node, node of "
+        f"partition 1 slowed by {delay_ms} ms (brook cluster slow), {records} records of "
+        f"{RECORD_SIZE} B, linger.ms=0{rule}"
+    )
 
 
 def main() -> None:
@@ -315,14 +502,10 @@ def main() -> None:
         help="configurations to run, of: " + ", ".join(CONFIGURATIONS),
     )
     parser.add_argument(
-        "--delay-ms", type=float, default=DELAY_MS, help="delay of node 0's Produce responses"
-    )
-    parser.add_argument(
-        "--delay-mode",
-        choices=("serial", "pipelined"),
-        default="serial",
-        help="serial: a Kafka broker sleeping in its handler (the KIP's); "
-        "pipelined: each response held from its own arrival",
+        "--delay-ms",
+        type=int,
+        default=DELAY_MS,
+        help="the slow node's produce delay (brook cluster slow --produce-delay-ms)",
     )
     parser.add_argument(
         "--switch-rule",
@@ -332,7 +515,34 @@ def main() -> None:
         "KAFKA-14156); kip-2022: the rule the KIP measured, patched in "
         "for diagnosis (bench/kip794_switch_rule.py)",
     )
+    parser.add_argument(
+        "--plot",
+        nargs="?",
+        const="",
+        default=None,
+        help=f"write the PNG (default path: {DEFAULT_PLOT.relative_to(ROOT)}, with the rule's "
+        "name for --switch-rule kip-2022)",
+    )
+    parser.add_argument(
+        "--from-results",
+        metavar="JSON",
+        help="run nothing: print the table (and --plot) from a saved results file",
+    )
     args = parser.parse_args()
+    if args.from_results:
+        saved = json.loads(Path(args.from_results).read_text())
+        was = saved["args"]
+        print(report(saved["results"], with_kip=was["records"] == KIP_RECORDS))
+        if args.plot is not None:
+            path = Path(args.plot or plot_path(was["switch_rule"]))
+            plot(
+                saved["results"],
+                path,
+                setup_text(was["records"], was["delay_ms"], was["switch_rule"]),
+            )
+        return
+    if args.plot == "":
+        args.plot = str(plot_path(args.switch_rule))
     wanted = args.configs.split(",")
     unknown = [c for c in wanted if c not in CONFIGURATIONS]
     if unknown:
@@ -343,22 +553,25 @@ def main() -> None:
         for key in SERIES[series][1]
         if key in wanted
     ]
-    rows = [
-        run_configuration(
-            series, key, args.records, args.delay_ms, args.delay_mode == "serial", args.switch_rule
-        )
-        for series, key in plan
-    ]
+    workdir = Path(tempfile.mkdtemp(prefix="kip794-"))
+    try:
+        rows = [
+            run_configuration(series, key, args.records, workdir, args.delay_ms, args.switch_rule)
+            for series, key in plan
+        ]
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
     print()
     print(report(rows, with_kip=args.records == KIP_RECORDS))
+    if args.plot:
+        plot(rows, Path(args.plot), setup_text(args.records, args.delay_ms, args.switch_rule))
+        print(f"\nplot: {args.plot}")
     name = "kip794_experiment"
     if args.switch_rule != "current":
         name += f"-{args.switch_rule}-rule"
     if args.records != KIP_RECORDS:
         name += "-quick"
-    path = save(
-        name, {"machine": machine(), "args": vars(args), "delay_node": SLOW_NODE, "results": rows}
-    )
+    path = save(name, {"machine": machine(), "args": vars(args), "results": rows})
     print(f"\nmachine: {machine()}\nsaved {path}")
 
 

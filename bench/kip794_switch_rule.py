@@ -38,8 +38,25 @@ RULES = ("current", "kip-2022")
 
 
 def use_kip_2022_rule() -> None:
-    """Make every BuiltInPartitioner switch as soon as batch.size bytes were counted."""
-    shipped = BuiltInPartitioner.update_partition_info
+    """Make every BuiltInPartitioner switch as soon as batch.size bytes were counted, as
+    apache/kafka#12049 did.
+
+    The producer's accumulator counts the sticky partition's bytes itself and calls
+    ``update_partition_info`` only when the shipped rule could switch: at batch.size bytes
+    once the open batch is full, at twice batch.size while it is not. So the patched
+    partitioner shows the accumulator half the batch size (the call then comes by batch.size
+    bytes, full batch or not), and switches at the real batch size whatever the batch."""
+    shipped_init = BuiltInPartitioner.__init__
+
+    def __init__(
+        self: BuiltInPartitioner,
+        topic: str,
+        sticky_batch_size: int,
+        rng: random.Random | None = None,
+    ) -> None:
+        shipped_init(self, topic, sticky_batch_size, rng)
+        self.kip_2022_switch_bytes = sticky_batch_size  # type: ignore[attr-defined]
+        self.sticky_batch_size = max(1, sticky_batch_size // 2)
 
     def update_partition_info(
         self: BuiltInPartitioner,
@@ -48,8 +65,16 @@ def use_kip_2022_rule() -> None:
         cluster: ClusterView,
         enable_switch: bool = True,
     ) -> None:
-        shipped(self, info, appended_bytes, cluster, True)
+        if info is None:
+            return
+        with self._lock:
+            if self.current is not info:
+                return
+            info.produced_bytes += appended_bytes
+            if info.produced_bytes >= self.kip_2022_switch_bytes:  # type: ignore[attr-defined]
+                self.current = StickyPartitionInfo(self.next_partition(cluster))
 
+    BuiltInPartitioner.__init__ = __init__  # type: ignore[method-assign]
     BuiltInPartitioner.update_partition_info = update_partition_info  # type: ignore[method-assign]
 
 

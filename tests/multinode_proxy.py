@@ -8,7 +8,13 @@ through a node listed in ``delays`` are held back that many milliseconds, either
 left, as from a Kafka broker that sleeps in its request handler: it reads the next request of
 a connection only once the previous response is sent). A connection's responses never
 overtake one another. The proxy also counts requests and bytes per node and API, and can
-hand each whole exchange to a ``tap``. Used by the KIP-794 tests and by bench/'s experiments.
+hand each whole exchange to a ``tap``. Used by the KIP-794 tests.
+
+``MultiNodeProxy.in_front_of(brokers)`` is the pass-through form, for a real cluster: each
+real broker gets a proxy port that forwards to it alone, and Metadata responses only have the
+brokers' addresses replaced by those ports (leaders, replicas and everything else as the
+cluster said). Nothing is delayed; it counts and taps, so that a measurement sees every byte
+a client and the brokers exchange (KIP-227's experiment in bench/).
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import dataclasses
 import struct
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from brook.protocol.api import ApiKey, response_class
@@ -53,8 +59,9 @@ class MultiNodeProxy:
         delayed_apis: Collection[int] = (ApiKey.PRODUCE,),
         tap: Tap | None = None,
     ) -> None:
-        host, port = broker.rsplit(":", 1)
-        self.target = (host, int(port))
+        self.target = _address(broker)
+        # node id -> its own broker (the pass-through form); others forward to ``target``
+        self.upstreams: dict[int, tuple[str, int]] = {}
         self.node_ids = tuple(node_ids) if node_ids is not None else tuple(range(1, nodes + 1))
         if len(self.node_ids) != nodes or len(set(self.node_ids)) != nodes:
             raise ValueError(f"node_ids must be {nodes} distinct ids, got {self.node_ids}")
@@ -70,6 +77,17 @@ class MultiNodeProxy:
         self._servers: list[asyncio.Server] = []
         self._writers: list[asyncio.StreamWriter] = []
         self._connections: set[asyncio.Task[Any]] = set()
+
+    @classmethod
+    def in_front_of(cls, brokers: Mapping[int, str], *, tap: Tap | None = None) -> MultiNodeProxy:
+        """A counting pass-through in front of a real cluster's brokers (node id -> host:port):
+        no fake nodes, no delays, the cluster's own leaders."""
+        ids = sorted(brokers)
+        if not ids:
+            raise ValueError("no brokers to stand in front of")
+        proxy = cls(brokers[ids[0]], len(ids), node_ids=ids, tap=tap)
+        proxy.upstreams = {n: _address(brokers[n]) for n in ids}
+        return proxy
 
     @property
     def bootstrap(self) -> str:
@@ -135,7 +153,7 @@ class MultiNodeProxy:
         assert task is not None
         self._connections.add(task)
         task.add_done_callback(self._connections.discard)
-        broker_r, broker_w = await asyncio.open_connection(*self.target)
+        broker_r, broker_w = await asyncio.open_connection(*self.upstreams.get(node, self.target))
         self._writers += [client_w, broker_w]
         # correlation -> (api key, version, request frame if a tap wants it)
         pending: dict[int, tuple[int, int, bytes]] = {}
@@ -219,6 +237,15 @@ class MultiNodeProxy:
         broker_cls = type(response.brokers[0]) if response.brokers else None
         if broker_cls is None:
             return frame
+        if self.upstreams:
+            # Pass-through: the cluster's own brokers, reached through their proxy ports.
+            real = tuple(
+                dataclasses.replace(b, host="127.0.0.1", port=self.ports[int(b.node_id)])
+                if int(b.node_id) in self.ports
+                else b
+                for b in response.brokers
+            )
+            return frame[:start] + encode_kio(dataclasses.replace(response, brokers=real))
         brokers = tuple(
             dataclasses.replace(response.brokers[0], node_id=n, host="127.0.0.1", port=p)
             for n, p in sorted(self.ports.items())
@@ -239,3 +266,8 @@ class MultiNodeProxy:
             changes["controller_id"] = self.node_ids[0]
         body = encode_kio(dataclasses.replace(response, **changes))
         return frame[:start] + body
+
+
+def _address(broker: str) -> tuple[str, int]:
+    host, port = broker.rsplit(":", 1)
+    return host, int(port)

@@ -1,45 +1,118 @@
-"""The seed experiments run end to end at a tiny size: KIP-794's through the real
-``brook producer-perf-test`` behind the three-node proxy, KIP-227's with Brook's consumer
-with and without fetch sessions, KIP-951's on a real 3-node cluster with a leadership move.
-Their figures are for docs/experiments.md, not asserted here; what is asserted is that the
-pieces they are made of measure what they claim to."""
+"""The seed experiments run end to end at a tiny size, each on a real 3-node ``brook
+cluster``: KIP-794's through the real ``brook producer-perf-test`` with one node slowed by
+``brook cluster slow``, KIP-227's with Brook's consumer with and without fetch sessions,
+KIP-951's with a leadership move. Their figures are for docs/experiments.md, not asserted
+here; what is asserted is that the pieces they are made of measure what they claim to."""
 
 from __future__ import annotations
 
 import argparse
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rawclient import RawClient
 from support import local_cluster
 
 from bench import kip227_experiment, kip794_experiment, kip794_switch_rule, kip951_experiment
-from bench.common import brook_process
 from brook.cli.local_cluster import LocalCluster
-from brook.client.admin import Admin, NewTopic
+from brook.client.admin import Admin
 from brook.client.producer import Producer
+from brook.protocol.api import ApiKey, request_class
+from brook.protocol.build import build
+from brook.protocol.framing import encode_kio, encode_request
+from brook.protocol.records import build_simple_batch
 
 RECORDS = 1000
 
 
-@pytest.mark.parametrize(("config", "rule"), [("default", "current"), ("uniform", "kip-2022")])
-def test_kip794_run_parses_the_tools_output_per_node(config: str, rule: str) -> None:
-    # Enough records for some 30 partition switches, so that every node gets some.
-    row = kip794_experiment.run_configuration(
-        1, config, RECORDS, 20.0, serial=True, switch_rule=rule
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """One 3-node cluster for the tests below that do not need a fresh one."""
+    with local_cluster(tmp_path_factory.mktemp("experiments") / "c", nodes=3) as cluster:
+        yield cluster
+
+
+# -- KIP-794 ----------------------------------------------------------------------------------
+
+
+def answer_times(address: str, topic: str, count: int) -> list[float]:
+    """Seconds from sending ``count`` pipelined acks=1 Produce requests on one connection to
+    each answer."""
+    body = encode_kio(
+        build(
+            request_class(ApiKey.PRODUCE, 9),
+            {
+                "transactional_id": None,
+                "acks": 1,
+                "timeout": 30000,
+                "topic_data": [
+                    {
+                        "name": topic,
+                        "partition_data": [{"index": 0, "records": build_simple_batch([b"r"])}],
+                    }
+                ],
+            },
+        )
     )
+    with RawClient(address, timeout=30) as client:
+        start = time.monotonic()
+        client.send_bytes(
+            b"".join(encode_request(ApiKey.PRODUCE, 9, i, "serial", body) for i in range(count))
+        )
+        times = []
+        for _ in range(count):
+            client.recv_frame()
+            times.append(time.monotonic() - start)
+    return times
+
+
+def test_kip794_slow_node_answers_a_connections_produce_requests_one_after_another(
+    cluster: LocalCluster,
+) -> None:
+    """The experiment's premise: like a Kafka broker sleeping in its request handler, a node
+    slowed by ``brook cluster slow`` handles a connection's next request only once it has
+    answered the previous one, so pipelined requests are answered a delay apart each."""
+    delay_ms = 150
+    node = cluster.brokers[0].node_id
+    with Admin({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
+        kip794_experiment.create_topic(admin, "serial", {0: [node]})
+        try:
+            probe_ms = kip794_experiment.make_slow(cluster, admin, node, delay_ms)
+            times = answer_times(cluster.node(node).broker_address, "serial", 3)
+        finally:
+            cluster.slow(node, produce_delay_ms=0)
+    assert probe_ms >= delay_ms
+    # Pipelined delays would answer all three about one delay after they were sent.
+    assert times[0] >= delay_ms / 1000
+    assert times[2] >= 3 * delay_ms / 1000, times
+
+
+@pytest.mark.parametrize(("config", "rule"), [("default", "current"), ("uniform", "kip-2022")])
+def test_kip794_run_parses_the_tools_output_per_node(
+    config: str, rule: str, tmp_path: Path
+) -> None:
+    # Enough records for some 30 partition switches, so that every node gets some.
+    row = kip794_experiment.run_configuration(1, config, RECORDS, tmp_path, 20, rule)
     assert row["records"] == RECORDS
     assert row["switch_rule"] == rule
-    assert set(row["nodes"]) == {0, 1, 2}
-    sent = {n: m["outgoing-byte-total"] for n, m in row["nodes"].items()}
-    # The records of 512 bytes went somewhere, and only through the three fake nodes.
-    assert sum(sent.values()) > RECORDS * 512
+    # The KIP's layout: partition 1 on the slow node, one partition per node.
+    assert row["leaders"][kip794_experiment.SLOW_PARTITION] == row["slow_node"]
+    assert sorted(row["leaders"].values()) == [1, 2, 3]
+    assert row["probe_ms"] >= 20
+    # The records of 512 bytes went somewhere, and only to the three brokers.
+    assert set(row["node_bytes"]) == {0, 1, 2}
+    assert {1, 2, 3} <= set(row["nodes"])
+    assert sum(row["node_bytes"].values()) > RECORDS * 512
     assert sum(row["records_per_partition"].values()) == RECORDS
-    assert sum(row["produce_requests_at_proxy"].values()) > 0
     label = kip794_experiment.CONFIGURATIONS[config].label
     assert f"| 1 | {label} | Brook" in kip794_experiment.report([row])
+    png = tmp_path / "kip794.png"
+    kip794_experiment.plot([row], png, "test")
+    assert png.read_bytes().startswith(b"\x89PNG")
 
 
 def test_kip794_model_of_the_two_switch_rules() -> None:
@@ -54,43 +127,49 @@ def test_kip794_model_of_the_two_switch_rules() -> None:
     assert rows["current"]["record_share"][1] > rows["kip-2022"]["record_share"][1]
 
 
-def test_kip227_sessions_name_only_the_changed_partitions() -> None:
-    with brook_process() as broker:
-        assert broker.proc is not None
-        with Admin({"bootstrap.servers": broker.bootstrap}) as admin:
-            admin.create_topics([NewTopic("kip227-200", 200, 1)])
-        cell = kip227_experiment.run_cell(
-            broker.proc.pid, broker.bootstrap, 200, 2, warmup=0.3, seconds=0.7
-        )
+# -- KIP-227 ----------------------------------------------------------------------------------
+
+
+def test_kip227_sessions_name_only_the_changed_partitions(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    brokers = kip227_experiment.Brokers.of(cluster)
+    with Admin({"bootstrap.servers": brokers.bootstrap}) as admin:
+        kip227_experiment.create_topics(admin, brokers, [200])
+    # Three receiving partitions, one on each broker (partition p on the (p mod 3)-th).
+    assert [p % 3 for p in kip227_experiment.hot_partitions(200, 3)] == [0, 1, 2]
+    cell = kip227_experiment.run_cell(brokers, 200, 3, warmup=0.3, seconds=1.0)
     with_sessions, without = cell["sessions"], cell["sessionless"]
     assert with_sessions["fetches"] > 0 and without["fetches"] > 0
     assert with_sessions["incremental_exchanges"] > 0
     assert without["incremental_exchanges"] == 0
-    assert without["decoded"]["request_partitions"] == 200
-    assert without["decoded"]["response_partitions"] == 200
+    # Each broker was fetched from, and a full fetch names the partitions it leads: the
+    # pass-through kept the cluster's own leaders.
+    led = {node: len(range(i, 200, 3)) for i, node in enumerate(sorted(brokers.addresses))}
+    for node, figures in without["per_node"].items():
+        assert figures["fetches"] > 0
+        assert figures["request_partitions"] == led[node]
+        assert figures["response_partitions"] == led[node]
     # Only the partitions receiving records come back (their high watermark moved).
-    assert with_sessions["decoded"]["response_partitions"] < 20
-    assert with_sessions["decoded"]["request_partitions"] < 20
-    assert "| 200 | 2 | on |" in kip227_experiment.report([cell])
+    assert with_sessions["decoded"]["response_partitions"] < 10
+    assert with_sessions["decoded"]["request_partitions"] < 10
+    assert "| 200 | 3 | on |" in kip227_experiment.report([cell])
+    png = tmp_path / "kip227.png"
+    kip227_experiment.plot([cell], png, "test")
+    assert png.read_bytes().startswith(b"\x89PNG")
 
 
 # -- KIP-951 ----------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def kip951_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with local_cluster(tmp_path_factory.mktemp("kip951") / "c", nodes=3) as cluster:
-        yield cluster
-
-
 def test_kip951_runs_measure_latency_across_a_move_of_every_leader(
-    kip951_cluster: LocalCluster, tmp_path: Path
+    cluster: LocalCluster, tmp_path: Path
 ) -> None:
     # Followers do not replicate yet, so acks=all would never be answered: acks=1 here.
     args = argparse.Namespace(rate=400, seconds=12.0, acks="1", move="reassign")
-    with Admin({"bootstrap.servers": kip951_cluster.bootstrap_servers}) as admin:
+    with Admin({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
         runs = [
-            kip951_experiment.run_one(kip951_cluster, admin, client, 1, args, tmp_path)
+            kip951_experiment.run_one(cluster, admin, client, 1, args, tmp_path)
             for client in kip951_experiment.CLIENTS
         ]
     for run in runs:
@@ -117,20 +196,20 @@ def test_kip951_runs_measure_latency_across_a_move_of_every_leader(
 
 
 def test_kip951_with_discovery_retries_go_straight_to_the_new_leader(
-    kip951_cluster: LocalCluster,
+    cluster: LocalCluster,
 ) -> None:
     """The move is KIP-951's case: the old leader, still up, refuses with the new leader,
     and the producer sends its retries there (every Produce request is watched)."""
     topic = "kip951-retries"
-    brokers = [n.node_id for n in kip951_cluster.brokers]
+    brokers = [n.node_id for n in cluster.brokers]
     sends: list[tuple[int, int, list[tuple[int, int]]]] = []
     config = {
-        "bootstrap.servers": kip951_cluster.bootstrap_servers,
+        "bootstrap.servers": cluster.bootstrap_servers,
         "acks": 1,
         "linger.ms": 0,
         "brook.leader.discovery.enable": True,
     }
-    with Admin({"bootstrap.servers": kip951_cluster.bootstrap_servers}) as admin:
+    with Admin({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
         kip951_experiment.create_topic(admin, topic, "reassign", brokers)
         with Producer(config) as producer:
             sender = producer._core.sender
@@ -154,7 +233,7 @@ def test_kip951_with_discovery_retries_go_straight_to_the_new_leader(
             thread = threading.Thread(target=produce, daemon=True)
             thread.start()
             assert sent.wait(30)
-            move = kip951_experiment.move_leaders(kip951_cluster, admin, topic, "reassign")
+            move = kip951_experiment.move_leaders(cluster, admin, topic, "reassign")
             while not any(at > move.ended_ms + 1000 for at, _, _ in sends):
                 assert thread.is_alive()
                 stop.wait(0.05)
