@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from brook.log.config import LogConfig
 from brook.log.log import AppendResult, PartitionLog, ReadResult
 from brook.metadata.image import BrokerInfo, PartitionInfo
 from brook.protocol.errors import Errors, KafkaError
@@ -122,6 +123,7 @@ class Partition:
                 lag_time_max_ms=self.lag_time_max_ms,
                 now_ms=now,
                 previous=self.leader_state,
+                quorum_required_acks=self.log.config.quorum_required_acks,
             )
         elif leads and self.leader_state is not None:
             if self.leader_state.update_assignment(
@@ -138,6 +140,16 @@ class Partition:
         else:
             self._fail_ack_waiters(Errors.NOT_LEADER_OR_FOLLOWER)
         self._wake_all()
+
+    def update_config(self, config: LogConfig) -> None:
+        """The topic's config changed: the log's, and the leader's acks rules
+        (``min.insync.replicas``, ``quorum.required.acks``) from now on, as Kafka reads them."""
+        self.log.update_config(config)
+        state = self.leader_state
+        if state is not None:
+            state.min_insync_replicas = config.min_insync_replicas
+            state.quorum_required_acks = config.quorum_required_acks
+            self.maybe_increment_high_watermark()
 
     # ------------------------------------------------------------------ leader epoch fencing
     def check_leader_epoch(self, requested: int) -> int:

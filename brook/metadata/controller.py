@@ -20,6 +20,7 @@ from brook.config.server import FOLLOWER_FETCH_DELAY_KEY, PRODUCE_DELAY_KEY, SER
 from brook.config.topic import SERVER_DEFAULT, TOPIC_CONFIG
 from brook.protocol.errors import Errors
 
+from . import quorum_acks
 from .image import MetadataImage
 from .records import (
     ConfigRecord,
@@ -665,6 +666,19 @@ class Controller:
                 else:
                     records.append(PartitionChangeRecord(info.topic_id, p, leader=preferred))
                     results.append((topic, p, Outcome()))
+            elif quorum_acks.enabled(quorum_acks.topic_quorum(self.image, topic)):
+                results.append(
+                    (
+                        topic,
+                        p,
+                        Outcome(
+                            Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                            f"Unclean election does not apply to {topic}: it has "
+                            f"{quorum_acks.CONFIG} set, and its leader is elected from the most "
+                            "complete log of its live replicas.",
+                        ),
+                    )
+                )
             else:
                 if info.leader in live:
                     results.append(

@@ -13,7 +13,12 @@ every acknowledged record. Fewer reports than that and nobody is elected.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from .image import MetadataImage, PartitionInfo
+from .records import NO_LEADER, MetadataRecord, PartitionChangeRecord
+
+RECOVERING = 1  # PartitionChangeRecord.leader_recovery_state after an unclean election
 
 OFF = -1
 CONFIG = "quorum.required.acks"
@@ -78,3 +83,80 @@ def most_complete(
         if reports[replica].key() > reports[best].key():
             best = replica
     return best
+
+
+def topic_quorum(image: MetadataImage, topic: str) -> int:
+    """The topic's ``quorum.required.acks`` (a topic-level config only; OFF when unset)."""
+    raw = image.topic_configs(topic).get(CONFIG)
+    try:
+        return OFF if raw is None else int(raw)
+    except ValueError:
+        return OFF
+
+
+def leaderless(
+    image: MetadataImage, acceptable: Callable[[int], bool]
+) -> list[tuple[str, PartitionInfo, int]]:
+    """(topic, partition, Q) of every leaderless partition of a quorum-acks topic with enough
+    live replicas to elect from (RF - Q + 1 acceptable ones)."""
+    out = []
+    for topic in image.topics.values():
+        q = topic_quorum(image, topic.name)
+        if not enabled(q):
+            continue
+        for info in topic.partitions.values():
+            if info.leader != NO_LEADER:
+                continue
+            live = sum(1 for r in info.replicas if acceptable(r))
+            if live >= reports_needed(len(info.replicas), q):
+                out.append((topic.name, info, q))
+    return out
+
+
+def fence_leader_changes(
+    image: MetadataImage, records: Sequence[MetadataRecord]
+) -> list[MetadataRecord]:
+    """The controller's records with every leader change of a quorum topic's partition turned
+        into a fence: no leader, the leader epoch bumped, whatever else the record changes kept.
+        Kafka's elections (a broker failing or shutting down, preferred and unclean elections,
+        reassignments, leader balancing) pick a leader from the ISR without comparing logs, which
+        under quorum acks could lose acknowledged records; a fenced partition is given its leader
+        by the most-complete-log election instead (``most_complete``), once enough replicas have
+        reported their logs. A change to an already leaderless partition keeps it leaderless; an
+    unclean election (``unclean.leader.election.enable`` included) never applies."""
+    out: list[MetadataRecord] = []
+    for record in records:
+        if isinstance(record, PartitionChangeRecord) and record.leader is not None:
+            topic = image.topics_by_id.get(record.topic_id)
+            info = topic.partitions.get(record.partition_id) if topic is not None else None
+            if (
+                topic is not None
+                and info is not None
+                and record.leader != info.leader
+                and record.leader != NO_LEADER
+                and enabled(topic_quorum(image, topic.name))
+            ):
+                fenced = replace(
+                    record,
+                    leader=None if info.leader == NO_LEADER else NO_LEADER,
+                    # an unclean election's one-replica ISR goes with it: it never applies
+                    isr=None if record.leader_recovery_state == RECOVERING else record.isr,
+                    leader_recovery_state=-1,
+                )
+                if fenced.leader is not None or _changes_anything(fenced):
+                    out.append(fenced)
+                continue
+        out.append(record)
+    return out
+
+
+def _changes_anything(record: PartitionChangeRecord) -> bool:
+    return any(
+        value is not None
+        for value in (
+            record.isr,
+            record.replicas,
+            record.removing_replicas,
+            record.adding_replicas,
+        )
+    )

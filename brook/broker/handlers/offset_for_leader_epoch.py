@@ -1,5 +1,9 @@
 """OffsetForLeaderEpoch (23), v2-4: the end offset of a leader epoch on this leader (KIP-101,
-KIP-279), used by followers to truncate and by consumers to validate positions (KIP-320)."""
+KIP-279), used by followers to truncate and by consumers to validate positions (KIP-320).
+
+ReplicaId -2 (v3+, Kafka's debugging id) is answered by any replica hosted here, not only the
+leader: the active controller asks so what each replica of a fenced quorum-acks partition
+holds (``brook.metadata.replica_logs``)."""
 
 from __future__ import annotations
 
@@ -10,10 +14,13 @@ from brook.protocol.errors import Errors
 
 from ..registry import RequestContext, handler
 
+DEBUG_REPLICA_ID = -2
+
 
 @handler(ApiKey.OFFSET_FOR_LEADER_EPOCH, (2, 4))
 def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     rm = ctx.broker.replica_manager
+    any_replica = ctx.api_version >= 3 and request.replica_id == DEBUG_REPLICA_ID
     topics = []
     for topic in request.topics:
         partitions = []
@@ -25,7 +32,11 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "end_offset": -1,
             }
             partitions.append(entry)
-            partition, code = rm.leader_partition(topic.topic, p.partition)
+            if any_replica:
+                partition = rm.partitions.get((topic.topic, p.partition))
+                code = Errors.NOT_LEADER_OR_FOLLOWER
+            else:
+                partition, code = rm.leader_partition(topic.topic, p.partition)
             if partition is None:
                 entry["error_code"] = code
                 continue
