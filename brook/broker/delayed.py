@@ -95,9 +95,16 @@ async def wait_for_data(
     max_wait_ms: int,
     enough: Callable[[], bool],
     session: FetchSession | None = None,
+    session_marks: int = 0,
 ) -> None:
     """Park a fetch on ``partitions`` (and on its follower ``session``'s changes) until
-    ``enough()``, a change in the session, a partition no longer led here, or ``max_wait_ms``."""
+    ``enough()``, a change in the session, a partition no longer led here, or ``max_wait_ms``.
+    The fetch was read on an earlier turn of the event loop (its long poll is a task of its
+    own): what changed in between (``enough()`` already, or the session marked since
+    ``session_marks``) ends the wait before it begins, as Kafka's DelayedFetch tries to
+    complete before it parks."""
+    if enough() or (session is not None and session.marks != session_marks):
+        return
     deadline = time.monotonic() + max_wait_ms / 1000
     loop = asyncio.get_running_loop()
     while True:

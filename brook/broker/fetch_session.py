@@ -149,6 +149,9 @@ class FetchSession:
     dirty: dict[PartitionKey, None] | None = None
     # Called when a partition becomes dirty (a long-polling fetch of this session wakes).
     waker: Callable[[], None] | None = None
+    # How many times a partition was marked dirty: a fetch read before a mark it has not
+    # waited for yet (its long poll starts on a later turn of the loop) answers at once.
+    marks: int = 0
 
     def evictable_key(self) -> tuple[bool, int, int]:
         return (self.privileged, self.cached_size, self.id)
@@ -156,6 +159,7 @@ class FetchSession:
     def mark_dirty(self, key: PartitionKey) -> None:
         if self.dirty is not None:
             self.dirty[key] = None
+            self.marks += 1
             if self.waker is not None:
                 self.waker()
 

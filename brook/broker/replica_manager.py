@@ -10,6 +10,7 @@ partition whose log directory failed, or whose log could not be opened, is offli
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -85,6 +86,8 @@ class ReplicaManager:
         self.submit_isr_update: Callable[[Partition, IsrUpdate], None] | None = None
         self.alter_partition_manager: AlterPartitionManager | None = None
         self._shrink_task: asyncio.Task[None] | None = None
+        # Set (and replaced) after every batch of metadata changes applied here.
+        self._metadata_applied = asyncio.Event()
 
     def add_leadership_listener(self, listener: LeadershipListener) -> None:
         self._leadership_listeners.append(listener)
@@ -135,10 +138,16 @@ class ReplicaManager:
         max_wait_ms: int,
         enough: Callable[[], bool],
         session: FetchSession | None = None,
+        session_marks: int = 0,
     ) -> None:
         """A long-polling fetch: wait for something new to read (``delayed.py``)."""
         await delayed.wait_for_data(
-            partitions, follower=follower, max_wait_ms=max_wait_ms, enough=enough, session=session
+            partitions,
+            follower=follower,
+            max_wait_ms=max_wait_ms,
+            enough=enough,
+            session=session,
+            session_marks=session_marks,
         )
 
     def shrink_isrs(self) -> int:
@@ -236,6 +245,28 @@ class ReplicaManager:
                 self._reload_configs(change)
             elif isinstance(change, BrokerChanged):
                 self._broker_changed(change.broker_id)
+        self._metadata_applied.set()
+        self._metadata_applied = asyncio.Event()
+
+    def knows_epoch(self, topic: str, index: int, leader_epoch: int) -> bool:
+        """Whether this broker's metadata has reached ``leader_epoch`` of the partition (a
+        request naming a later epoch, or a topic not known here, was sent by someone whose
+        metadata is ahead)."""
+        partition = self.partitions.get((topic, index))
+        if partition is not None:
+            return partition.leader_epoch >= leader_epoch
+        info = self.image.partition(topic, index) if topic else None
+        return info is not None and info.leader_epoch >= leader_epoch
+
+    async def wait_for_metadata(self, caught_up: Callable[[], bool], timeout_ms: int) -> None:
+        """Wait until ``caught_up()`` holds after a metadata change, or ``timeout_ms``."""
+        deadline = time.monotonic() + timeout_ms / 1000
+        while not caught_up():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._metadata_applied.wait(), remaining)
 
     def _broker_changed(self, broker_id: int) -> None:
         """A broker registered, was unfenced or changed state: the partitions led here that
@@ -409,11 +440,20 @@ class ReplicaManager:
         return LogConfig.from_topic_config(effective_topic_config(overrides, defaults))
 
     # ------------------------------------------------------------------ lookups
-    def leader_partition(self, topic: str, index: int) -> tuple[Partition | None, int]:
-        """The partition if this broker leads it, else the error a client should get."""
+    def leader_partition(
+        self, topic: str, index: int, leader_epoch: int = -1
+    ) -> tuple[Partition | None, int]:
+        """The partition if this broker leads it, else the error a client should get. As
+        Kafka's getLocalLog, a hosted partition checks ``leader_epoch`` (-1: none) before
+        leadership: a follower replica answers an older epoch FENCED_LEADER_EPOCH and a newer
+        one UNKNOWN_LEADER_EPOCH, not NOT_LEADER_OR_FOLLOWER."""
         partition = self.partitions.get((topic, index))
-        if partition is not None and partition.is_leader:
-            return partition, Errors.NONE
+        if partition is not None:
+            code = partition.check_leader_epoch(leader_epoch)
+            if code:
+                return None, code
+            if partition.is_leader:
+                return partition, Errors.NONE
         offline = self.offline.get((topic, index))
         if offline is not None:
             return None, offline

@@ -23,6 +23,8 @@ Stored batches go to the socket as they are (brook.protocol.fetch_codec); large 
 
 from __future__ import annotations
 
+import inspect
+import time
 import uuid
 from collections.abc import Sized
 from typing import TYPE_CHECKING, Any
@@ -56,8 +58,24 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     broker = ctx.broker
     version = ctx.api_version
     uses_ids = version >= 13
-    replica_id, broker_epoch = replica_of(request, version)
-    is_follower = replica_id >= 0
+    partitions = _requested(broker, request, uses_ids)
+    forgotten: list[PartitionKey] = []
+    for topic in getattr(request, "forgotten_topics_data", ()):
+        key = (topic.topic_id or ZERO_UUID) if uses_ids else topic.topic
+        forgotten.extend((key, p) for p in topic.partitions)
+    max_wait = to_ms(request.max_wait, 0)
+    is_follower = replica_of(request, version)[0] >= 0
+    if is_follower and max_wait > 0 and not _caught_up(broker, partitions):
+        # The follower learnt of a leadership (or a topic) from the metadata log before this
+        # broker did: wait for it here, within the fetch's own max wait, rather than answer
+        # UNKNOWN_LEADER_EPOCH (or UNKNOWN_TOPIC_ID) and have the follower back off
+        # replica.fetch.backoff.ms.
+        return _when_caught_up(ctx, request, forgotten, max_wait)
+    return _serve(ctx, request, partitions, forgotten, max_wait)
+
+
+def _requested(broker: Broker, request: Any, uses_ids: bool) -> list[FetchPartition]:
+    """The request's partitions, named as this broker's metadata names their topics."""
     partitions: list[FetchPartition] = []
     for topic in request.topics:
         if uses_ids:
@@ -80,10 +98,41 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     last_fetched_epoch=getattr(p, "last_fetched_epoch", -1),
                 )
             )
-    forgotten: list[PartitionKey] = []
-    for topic in getattr(request, "forgotten_topics_data", ()):
-        key = (topic.topic_id or ZERO_UUID) if uses_ids else topic.topic
-        forgotten.extend((key, p) for p in topic.partitions)
+    return partitions
+
+
+def _caught_up(broker: Broker, partitions: list[FetchPartition]) -> bool:
+    rm = broker.replica_manager
+    return all(rm.knows_epoch(p.topic, p.partition, p.current_leader_epoch) for p in partitions)
+
+
+async def _when_caught_up(
+    ctx: RequestContext, request: Any, forgotten: list[PartitionKey], max_wait: int
+) -> Any:
+    broker = ctx.broker
+    uses_ids = ctx.api_version >= 13
+    started = time.monotonic()
+    await broker.replica_manager.wait_for_metadata(
+        lambda: _caught_up(broker, _requested(broker, request, uses_ids)), max_wait
+    )
+    waited = int((time.monotonic() - started) * 1000)
+    partitions = _requested(broker, request, uses_ids)
+    response = _serve(ctx, request, partitions, forgotten, max(0, max_wait - waited))
+    return await response if inspect.isawaitable(response) else response
+
+
+def _serve(
+    ctx: RequestContext,
+    request: Any,
+    partitions: list[FetchPartition],
+    forgotten: list[PartitionKey],
+    max_wait: int,
+) -> Any:
+    broker = ctx.broker
+    version = ctx.api_version
+    uses_ids = version >= 13
+    replica_id, broker_epoch = replica_of(request, version)
+    is_follower = replica_id >= 0
     session = broker.fetch_sessions.new_context(
         session_id=getattr(request, "session_id", 0),
         epoch=getattr(request, "session_epoch", -1),
@@ -100,7 +149,6 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     max_bytes = min(request.max_bytes, int(broker.config["fetch.max.bytes"]))
     fetch = _Fetch(broker, ctx, session, replica_id, broker_epoch, max_bytes)
     fetch.read()
-    max_wait = to_ms(request.max_wait, 0)
     if fetch.done(request.min_bytes) or max_wait <= 0:
         return fetch.response(read_committed)
     return fetch.long_poll(request.min_bytes, max_wait, read_committed)
@@ -138,9 +186,10 @@ class _Fetch:
         self.max_bytes = max_bytes
         self.results: dict[PartitionKey, PartitionResult] = {}
         self.bytes = 0
-        self.errors = False
+        self.answer_now = False
         self.hosted: list[Partition] = []
         self.marks: list[int] = []
+        self.session_marks = 0  # the follower session's marks when it was read
         # What each hosted partition looked like when it was read (see ``read``).
         self.states: dict[PartitionKey, tuple[Partition, tuple[int, int, int]]] = {}
         # A follower's incremental session reads only what changed (see docs/design.md).
@@ -162,7 +211,7 @@ class _Fetch:
         self.results = {}
         self.states = {}
         self.bytes = 0
-        self.errors = False
+        self.answer_now = False
         self.hosted = []
         budget = self.max_bytes
         for fp in self.session.partitions():
@@ -181,8 +230,9 @@ class _Fetch:
             else:
                 result, partition = self._read_one(fp, budget, min_one=self.bytes == 0)
             self.results[key] = result
-            if result.error_code:
-                self.errors = True
+            if result.error_code or result.diverging_epoch is not None:
+                # as Kafka: an error or a divergence is answered without waiting
+                self.answer_now = True
             if partition is not None:
                 self.hosted.append(partition)
                 self.states[key] = (partition, _state(partition))
@@ -199,6 +249,8 @@ class _Fetch:
             self.bytes += len(result.records)
             budget = max(0, budget - len(result.records))
         self.marks = [p.appended_bytes for p in self.hosted]
+        if self.changes is not None:
+            self.session_marks = self.changes.session.marks
 
     def _read_one(
         self, fp: FetchPartition, budget: int, min_one: bool
@@ -208,11 +260,8 @@ class _Fetch:
             code = Errors.UNKNOWN_TOPIC_ID if version >= 13 else Errors.UNKNOWN_TOPIC_OR_PARTITION
             return _error(code), None
         rm = self.broker.replica_manager
-        partition, code = rm.leader_partition(fp.topic, fp.partition)
+        partition, code = rm.leader_partition(fp.topic, fp.partition, fp.current_leader_epoch)
         if partition is None:
-            return self._with_hint(_error(code), fp), None
-        code = partition.check_leader_epoch(fp.current_leader_epoch)
-        if code:
             return self._with_hint(_error(code), fp), None
         if self.is_follower and self.replica_id not in partition.replicas:
             # Kafka's followerReplicaOrThrow: with an epoch, a replica not (yet) assigned
@@ -275,7 +324,7 @@ class _Fetch:
     def done(self, min_bytes: int) -> bool:
         # A follower's session with nothing changed reads nothing, yet waits like any other.
         empty = not self.results and self.changes is None
-        return self.errors or self.bytes >= min_bytes or empty
+        return self.answer_now or self.bytes >= min_bytes or empty
 
     async def long_poll(
         self, min_bytes: int, max_wait_ms: int, read_committed: bool
@@ -291,6 +340,7 @@ class _Fetch:
             max_wait_ms=max_wait_ms,
             enough=enough,
             session=None if changes is None else changes.session,
+            session_marks=self.session_marks,
         )
         if changes is not None:
             changes.take_changes()

@@ -48,12 +48,10 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
             if (topic.name, p.partition_index) in duplicates:
                 entry["error_code"] = Errors.INVALID_REQUEST
                 continue
-            partition, code = rm.leader_partition(topic.name, p.partition_index)
+            partition, code = rm.leader_partition(
+                topic.name, p.partition_index, getattr(p, "current_leader_epoch", -1)
+            )
             if partition is None:
-                entry["error_code"] = code
-                continue
-            code = partition.check_leader_epoch(getattr(p, "current_leader_epoch", -1))
-            if code:
                 entry["error_code"] = code
                 continue
             log = partition.log

@@ -34,14 +34,18 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
             partitions.append(entry)
             if any_replica:
                 partition = rm.partitions.get((topic.topic, p.partition))
-                code = Errors.NOT_LEADER_OR_FOLLOWER
+                code = (
+                    Errors.NOT_LEADER_OR_FOLLOWER
+                    if partition is None
+                    else partition.check_leader_epoch(p.current_leader_epoch)
+                )
+                if code:
+                    partition = None
             else:
-                partition, code = rm.leader_partition(topic.topic, p.partition)
+                partition, code = rm.leader_partition(
+                    topic.topic, p.partition, p.current_leader_epoch
+                )
             if partition is None:
-                entry["error_code"] = code
-                continue
-            code = partition.check_leader_epoch(p.current_leader_epoch)
-            if code:
                 entry["error_code"] = code
                 continue
             epoch, end = partition.log.end_offset_for_epoch(p.leader_epoch)

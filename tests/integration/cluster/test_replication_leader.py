@@ -373,6 +373,58 @@ def test_the_leaders_answers_to_bad_follower_fetches(
     assert code(replica=2, offset=1, last_fetched_epoch=0) == Errors.OFFSET_OUT_OF_RANGE
 
 
+def test_a_follower_replica_checks_the_epoch_before_leadership(
+    cluster: LocalCluster, leader: RawClient
+) -> None:
+    """As Kafka's getLocalLog: a broker hosting the partition as a follower answers an older
+    epoch FENCED_LEADER_EPOCH and a newer one UNKNOWN_LEADER_EPOCH, only the current one
+    NOT_LEADER_OR_FOLLOWER (a follower fetching from an old leader is fenced, so it waits
+    for new metadata instead of backing off)."""
+    topic = create(leader, [1, 2])
+    tid = state(leader, topic).topic_id
+    _move_leader(leader, topic, [2, 1])
+    epoch = state(leader, topic).leader_epoch
+    wait_for(
+        "1 has the new epoch", lambda: _code(leader, tid, epoch) != Errors.UNKNOWN_LEADER_EPOCH, 30
+    )
+
+    assert _code(leader, tid, epoch - 1) == Errors.FENCED_LEADER_EPOCH
+    assert _code(leader, tid, epoch) == Errors.NOT_LEADER_OR_FOLLOWER
+    assert _code(leader, tid, epoch + 1) == Errors.UNKNOWN_LEADER_EPOCH
+
+
+def _code(client: RawClient, tid: uuid.UUID, epoch: int) -> int:
+    return int(follower_fetch(client, tid, 0, replica=3, leader_epoch=epoch).error_code)
+
+
+def test_a_follower_ahead_of_the_leaders_metadata_waits_within_its_max_wait(
+    leader: RawClient,
+) -> None:
+    """A follower can learn a new leader epoch before the leader does; its fetch waits (up to
+    its max wait) for the leader's metadata instead of being told UNKNOWN_LEADER_EPOCH at
+    once. An epoch that never comes is answered so at the end of the wait."""
+    topic = create(leader, [1, 2])
+    tid = state(leader, topic).topic_id
+    started = time.monotonic()
+    got = follower_fetch(leader, tid, 0, replica=2, leader_epoch=5, max_wait=400)
+    assert got.error_code == Errors.UNKNOWN_LEADER_EPOCH
+    assert time.monotonic() - started >= 0.4
+
+
+def test_a_divergence_is_answered_without_waiting(leader: RawClient) -> None:
+    """As Kafka: a follower told to truncate is told at once, whatever its max wait (a new
+    leader's followers would otherwise wait a whole long poll before truncating, and every
+    acks=all produce to it with them)."""
+    topic = create(leader, [1, 2])
+    tid = state(leader, topic).topic_id
+    assert produce(leader, topic, 4, acks=1).error_code == 0
+    follower_fetch(leader, tid, 4, replica=2)  # caught up: nothing left to read
+    started = time.monotonic()
+    got = follower_fetch(leader, tid, 9, replica=2, last_fetched_epoch=0, max_wait=25_000)
+    assert got.diverging_epoch.end_offset == 4
+    assert time.monotonic() - started < 20  # not held for its 25 s
+
+
 # ---------------------------------------------------------------------- a new leader's HW
 def _move_leader(client: RawClient, topic: str, replicas: list[int]) -> None:
     """Reorder the replicas and elect the preferred (first) one."""

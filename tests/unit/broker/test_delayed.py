@@ -88,7 +88,7 @@ def test_a_followers_fetch_wakes_on_an_append_a_consumers_does_not(
             wait_for_data([p], follower=True, max_wait_ms=5000, enough=lambda: p.appended_bytes > 0)
         )
         consumer = asyncio.ensure_future(
-            wait_for_data([p], follower=False, max_wait_ms=300, enough=lambda: True)
+            wait_for_data([p], follower=False, max_wait_ms=300, enough=lambda: p.high_watermark > 0)
         )
         await asyncio.sleep(0)
         _append(p)  # the HW does not move: 2 has not fetched

@@ -5,8 +5,10 @@ read every partition, as Kafka's do."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
+from brook.broker.delayed import wait_for_data
 from brook.broker.fetch_session import (
     FetchPartition,
     FetchSessionCache,
@@ -128,3 +130,31 @@ def test_a_consumers_session_reads_every_partition() -> None:
     )
     assert isinstance(ctx, IncrementalFetchContext) and not ctx.reads_changes_only
     assert len(ctx.partitions()) == 50
+
+
+def test_a_change_between_the_read_and_the_wait_ends_the_wait_at_once() -> None:
+    """A fetch is read when it arrives but long-polls in a task of its own, on a later turn of
+    the event loop: a partition marked dirty in between (an append from another connection)
+    has no waker to call. The wait sees the session's marks moved and does not begin."""
+    cache = FetchSessionCache(1000)
+    sid = open_session(cache, follower=True, n=10)
+    answer(incremental(cache, sid, 1))
+    session = cache.get(sid)
+    assert session is not None
+    incremental(cache, sid, 2)  # read: nothing changed
+    marks = session.marks
+    session.mark_dirty(key(4))  # no fetch is waiting yet
+
+    async def run() -> None:
+        wait = wait_for_data(
+            [],
+            follower=True,
+            max_wait_ms=60_000,
+            enough=lambda: False,
+            session=session,
+            session_marks=marks,
+        )
+        await asyncio.wait_for(wait, 10)  # without the check: parked for its minute
+
+    asyncio.run(run())
+    assert session.dirty == {key(4): None}  # left for the fetch to read
