@@ -280,11 +280,14 @@ class LeaderState:
 
     def _quorum_high_watermark(self, leader_leo: int) -> bool:
         """KIP-250: the Q-th largest log end among the maximal ISR (the leader's included;
-        a follower not heard from since this leader epoch began counts as unknown)."""
+        a follower not heard from since this leader epoch began counts as unknown), once it
+        is past the start of this leader's epoch (``quorum_acks.high_watermark``)."""
         ends = [
             leader_leo if r == self.local_id else self._follower_end(r) for r in self.maximal_isr
         ]
-        candidate = quorum_acks.high_watermark(ends, self.quorum_required_acks)
+        candidate = quorum_acks.high_watermark(
+            ends, self.quorum_required_acks, self.epoch_start_offset
+        )
         if candidate is None or candidate <= self.high_watermark:
             return False
         self.high_watermark = candidate

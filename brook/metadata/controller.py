@@ -369,11 +369,10 @@ class Controller:
                 parsed = TOPIC_CONFIG.parse_one(name, value)
             except ConfigError as exc:
                 return str(exc)
-            if name == "quorum.required.acks" and parsed != -1 and not 1 < parsed < replicas:
-                return (
-                    f"Invalid value {parsed} for configuration quorum.required.acks: must be -1 "
-                    f"or greater than 1 and less than the replication factor ({replicas})"
-                )
+            if name == quorum_acks.CONFIG:
+                error = quorum_acks.config_error(parsed, replicas)
+                if error is not None:
+                    return f"Invalid value {parsed} for configuration {name}: {error}"
         return None
 
     def delete_topics(
@@ -773,6 +772,11 @@ class Controller:
                         ),
                     )
                 )
+                continue
+            q = quorum_acks.topic_quorum(self.image, topic)
+            error = quorum_acks.config_error(q, len(target)) if quorum_acks.enabled(q) else None
+            if error is not None:
+                results.append((topic, p, Outcome(Errors.INVALID_CONFIG, error)))
                 continue
             adding = tuple(r for r in target if r not in info.replicas)
             removing = tuple(r for r in info.replicas if r not in target)
