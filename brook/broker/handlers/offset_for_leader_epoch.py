@@ -2,8 +2,9 @@
 KIP-279), used by followers to truncate and by consumers to validate positions (KIP-320).
 
 ReplicaId -2 (v3+, Kafka's debugging id) is answered by any replica hosted here, not only the
-leader: the active controller asks so what each replica of a fenced quorum-acks partition
-holds (``brook.metadata.replica_logs``)."""
+leader, and for an epoch past the log's latest with that latest epoch and the log end: the
+active controller asks so what each replica of a fenced quorum-acks partition holds
+(``brook.metadata.replica_logs``)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,14 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
             if partition is None:
                 entry["error_code"] = code
                 continue
-            epoch, end = partition.log.end_offset_for_epoch(p.leader_epoch)
+            plog = partition.log
+            latest = plog.latest_epoch()
+            if any_replica and (latest is None or p.leader_epoch > latest):
+                # past the log's latest epoch (a fenced epoch no batch carries): where the
+                # log ends, and the epoch of its last batch
+                epoch, end = (-1 if latest is None else latest), plog.log_end_offset
+            else:
+                epoch, end = plog.end_offset_for_epoch(p.leader_epoch)
             entry.update(leader_epoch=epoch, end_offset=end)
         topics.append({"topic": topic.topic, "partitions": partitions})
     return {"throttle_time": 0, "topics": topics}
