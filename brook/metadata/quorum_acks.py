@@ -123,6 +123,65 @@ def leaderless(
     return out
 
 
+def whom_to_ask(
+    waiting: Sequence[tuple[str, PartitionInfo, int]], acceptable: Callable[[int], bool]
+) -> dict[int, list[tuple[str, PartitionInfo]]]:
+    """Broker id -> the leaderless partitions (``leaderless``) it holds a replica of and may
+    lead: what the controller asks each broker about."""
+    wanted: dict[int, list[tuple[str, PartitionInfo]]] = {}
+    for topic, info, _ in waiting:
+        for replica in info.replicas:
+            if acceptable(replica):
+                wanted.setdefault(replica, []).append((topic, info))
+    return wanted
+
+
+@dataclass(frozen=True, slots=True)
+class Election:
+    """A most-complete-log election decided for a partition fenced at ``partition``'s epoch."""
+
+    topic: str
+    partition: PartitionInfo
+    leader: int
+    heard: Mapping[int, LogEnd]
+
+    def record(
+        self, now: PartitionInfo | None, acceptable: Callable[[int], bool]
+    ) -> PartitionChangeRecord | None:
+        """The record electing ``leader``, with the live in-sync replicas kept in the ISR;
+        None when the partition changed since its replicas were asked (asked again then)."""
+        if (
+            now is None
+            or now.leader != NO_LEADER
+            or now.leader_epoch != self.partition.leader_epoch
+        ):
+            return None
+        isr = (self.leader, *(r for r in now.isr if r != self.leader and acceptable(r)))
+        return PartitionChangeRecord(now.topic_id, now.partition, leader=self.leader, isr=isr)
+
+    def __str__(self) -> str:
+        ends = {r: end.key() for r, end in sorted(self.heard.items())}
+        return (
+            f"electing {self.leader} for {self.topic}-{self.partition.partition}: the most "
+            f"complete log of (last epoch, log end) {ends}"
+        )
+
+
+def elect(
+    waiting: Sequence[tuple[str, PartitionInfo, int]],
+    reports: Mapping[tuple[str, int], Mapping[int, LogEnd]],
+    acceptable: Callable[[int], bool],
+) -> list[Election]:
+    """The elections the replicas' reports decide (see ``most_complete``)."""
+    out = []
+    for topic, info, q in waiting:
+        heard = reports.get((topic, info.partition), {})
+        best = most_complete(info.replicas, heard, q, acceptable)
+        if best is not None:
+            out.append(Election(topic, info, best, heard))
+    return out
+
+
 def fence_leader_changes(
     image: MetadataImage, records: Sequence[MetadataRecord]
 ) -> list[MetadataRecord]:

@@ -45,12 +45,12 @@ from .controller_api import (
     Reassignment,
     TopicResult,
 )
-from .image import MetadataImage, PartitionInfo
+from .image import MetadataImage
 from .leader_balance import LeaderBalancer, imbalanced
 from .loader import MetadataLoader
 from .partition_change import alter_isr, applied
 from .quorum import CommittedBatch, LeaderAndEpoch, MetadataQuorum, NotLeaderError, StorageError
-from .records import MetadataRecord, PartitionChangeRecord, encode
+from .records import MetadataRecord, encode
 from .replica_logs import ReplicaLogs
 
 log = logging.getLogger(__name__)
@@ -484,48 +484,22 @@ class QuorumController:
                 waiting = quorum_acks.leaderless(active.image, active.cluster.acceptable)
                 if not waiting:
                     continue
-                wanted: dict[int, list[tuple[str, PartitionInfo]]] = {}
-                for topic, info, _ in waiting:
-                    for replica in info.replicas:
-                        if active.cluster.acceptable(replica):
-                            wanted.setdefault(replica, []).append((topic, info))
-                reports = await asker.ask(active.image, wanted)
-                elected = [
-                    (topic, info, best, reports[(topic, info.partition)])
-                    for topic, info, q in waiting
-                    if (topic, info.partition) in reports
-                    and (
-                        best := quorum_acks.most_complete(
-                            info.replicas,
-                            reports[(topic, info.partition)],
-                            q,
-                            active.cluster.acceptable,
-                        )
-                    )
-                    is not None
-                ]
+                acceptable = active.cluster.acceptable
+                reports = await asker.ask(
+                    active.image, quorum_acks.whom_to_ask(waiting, acceptable)
+                )
+                elected = quorum_acks.elect(waiting, reports, acceptable)
                 if not elected:
                     continue
 
                 def decide(_: Controller, cluster: ClusterControl, elected: Any = elected) -> Any:
                     records = []
-                    for topic, asked, best, heard in elected:
-                        info = cluster.image.partition(topic, asked.partition)
-                        if info is None or info.leader_epoch != asked.leader_epoch:
-                            continue  # changed meanwhile: asked again next round
-                        isr = (best, *(r for r in info.isr if r != best and cluster.acceptable(r)))
-                        log.info(
-                            "electing %d for %s-%d: the most complete log of %s",
-                            best,
-                            topic,
-                            info.partition,
-                            {r: end.key() for r, end in sorted(heard.items())},
-                        )
-                        records.append(
-                            PartitionChangeRecord(
-                                info.topic_id, info.partition, leader=best, isr=isr
-                            )
-                        )
+                    for election in elected:
+                        now = cluster.image.partition(election.topic, election.partition.partition)
+                        record = election.record(now, cluster.acceptable)
+                        if record is not None:
+                            log.info("%s", election)
+                            records.append(record)
                     return records, None
 
                 try:

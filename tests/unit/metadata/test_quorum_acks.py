@@ -9,10 +9,12 @@ from brook.metadata.image import MetadataImage
 from brook.metadata.quorum_acks import (
     LogEnd,
     config_error,
+    elect,
     fence_leader_changes,
     high_watermark,
     leaderless,
     most_complete,
+    whom_to_ask,
 )
 from brook.metadata.records import (
     NO_LEADER,
@@ -110,3 +112,23 @@ def test_leaderless_quorum_partitions_with_enough_live_replicas() -> None:
     waiting = leaderless(img, lambda r: r != 1)
     assert [(t, info.partition, q) for t, info, q in waiting] == [("q", 0, 2)]
     assert leaderless(img, lambda r: r == 3) == []  # one live of three: RF - Q + 1 is 2
+
+
+def test_the_elections_the_reports_decide_and_their_records() -> None:
+    img = image()
+    apply(img, PartitionChangeRecord(QT, 0, leader=NO_LEADER, isr=(2, 3)))
+    live = lambda r: r != 1  # noqa: E731
+    waiting = leaderless(img, live)
+    assert {
+        b: [(t, i.partition) for t, i in ps] for b, ps in whom_to_ask(waiting, live).items()
+    } == {
+        2: [("q", 0)],
+        3: [("q", 0)],
+    }
+    assert elect(waiting, {("q", 0): {2: LogEnd(0, 7)}}, live) == []  # one report of two
+    (election,) = elect(waiting, {("q", 0): {2: LogEnd(0, 7), 3: LogEnd(0, 9)}}, live)
+    assert election.leader == 3
+    fenced = img.partition("q", 0)
+    assert election.record(fenced, live) == PartitionChangeRecord(QT, 0, leader=3, isr=(3, 2))
+    apply(img, PartitionChangeRecord(QT, 0, leader=2))  # elected by someone else meanwhile
+    assert election.record(img.partition("q", 0), live) is None
