@@ -47,13 +47,23 @@ def config_error(q: int, replication_factor: int) -> str | None:
     return None
 
 
-def high_watermark(log_ends: Iterable[int], q: int) -> int | None:
+def high_watermark(log_ends: Iterable[int], q: int, epoch_start_offset: int = -1) -> int | None:
     """The Q-th largest of the in-sync replicas' log end offsets (the leader's included;
-    unknown ones as -1); None while fewer than Q replicas are in sync."""
+    unknown ones as -1); None while fewer than Q replicas are in sync, or while that offset
+    is not past ``epoch_start_offset`` (the leader's log end when its epoch began).
+
+    The second rule is Raft's: a leader commits records of earlier epochs only together with
+    one of its own. Counting replicas of an older record alone is not enough: a replica with a
+    later epoch but without that record could still win an election (its last epoch is
+    larger) and truncate it away everywhere, after it was acknowledged (an idempotent retry
+    of its produce is answered once the HW passes it)."""
     ends = sorted(log_ends, reverse=True)
     if len(ends) < q:
         return None
-    return ends[q - 1]
+    candidate = ends[q - 1]
+    if candidate <= epoch_start_offset:
+        return None
+    return candidate
 
 
 def reports_needed(replication_factor: int, q: int) -> int:
