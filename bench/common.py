@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 # The tests' multi-node proxy and loss checkers, re-exported for the experiments and benches.
-from loss_checker import replica_divergence, run_trial  # noqa: E402, F401
+from loss_checker import TOPIC_CONFIGS, replica_divergence, run_trial  # noqa: E402, F401
 from metadata_checker import Creator, check_metadata  # noqa: E402, F401
 from multinode_proxy import MultiNodeProxy  # noqa: E402, F401
 from support import BrookProcess, run_tansu  # noqa: E402

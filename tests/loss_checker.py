@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -240,11 +240,13 @@ def run_trial(
     warmup_records: int = 500,
     down_s: float = 1.0,
     after_s: float = 2.0,
+    configs: Mapping[str, str] = TOPIC_CONFIGS,
     log: Callable[[str], None] = lambda _line: None,
 ) -> Trial:
-    """One topic, one producer, one broker killed and restarted; the verdict of its read-back."""
+    """One topic (RF 3, ``configs``), one producer, one broker killed and restarted; the
+    verdict of its read-back."""
     topic = f"loss-{rng.getrandbits(40):010x}"
-    admin.create_topics([NewTopic(topic, partitions, 3, configs=TOPIC_CONFIGS)])
+    admin.create_topics([NewTopic(topic, partitions, 3, configs=dict(configs))])
     wait_fully_replicated(admin, topic)
     acked_path, stop_path = workdir / f"{topic}.acked", workdir / f"{topic}.stop"
     producer = subprocess.Popen(

@@ -30,6 +30,7 @@ import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from brook.metadata import quorum_acks
 from brook.protocol.errors import Errors, KafkaError
 
 UNKNOWN = -1
@@ -113,6 +114,9 @@ class LeaderState:
     high_watermark: int
     min_insync_replicas: int
     lag_time_max_ms: int
+    # KIP-250 (``quorum.required.acks``, -1: off): the HW is the Q-th largest log end in the
+    # ISR, and an acks=all produce needs Q replicas in it.
+    quorum_required_acks: int = quorum_acks.OFF
     followers: dict[int, FollowerState] = field(default_factory=dict)
     pending: IsrUpdate | None = None
     # This broker's own epoch, named for the leader in NewIsrWithEpochs (-1: not known).
@@ -134,6 +138,7 @@ class LeaderState:
         lag_time_max_ms: int,
         now_ms: int,
         previous: LeaderState | None = None,
+        quorum_required_acks: int = quorum_acks.OFF,
     ) -> LeaderState:
         """The state of a leader epoch that starts now at ``leader_leo``. A broker that was
         not leading forgets what it knew of its followers: their log ends become unknown and
@@ -151,6 +156,7 @@ class LeaderState:
             high_watermark=high_watermark,
             min_insync_replicas=min_insync_replicas,
             lag_time_max_ms=lag_time_max_ms,
+            quorum_required_acks=quorum_required_acks,
         )
         for replica in replicas:
             if replica == local_id:
@@ -205,7 +211,10 @@ class LeaderState:
 
     @property
     def effective_min_isr(self) -> int:
-        return min(self.min_insync_replicas, len(self.replicas))
+        floor = min(self.min_insync_replicas, len(self.replicas))
+        if quorum_acks.enabled(self.quorum_required_acks):
+            return max(floor, self.quorum_required_acks)
+        return floor
 
     @property
     def under_min_isr(self) -> bool:
@@ -252,6 +261,8 @@ class LeaderState:
         """Move the HW as far as the rule allows; True if it moved."""
         if self.under_min_isr:
             return False
+        if quorum_acks.enabled(self.quorum_required_acks):
+            return self._quorum_high_watermark(leader_leo)
         candidate = leader_leo
         maximal = self.maximal_isr
         for replica, state in self.followers.items():
@@ -266,6 +277,25 @@ class LeaderState:
             return False
         self.high_watermark = candidate
         return True
+
+    def _quorum_high_watermark(self, leader_leo: int) -> bool:
+        """KIP-250: the Q-th largest log end among the maximal ISR (the leader's included;
+        a follower not heard from since this leader epoch began counts as unknown), once it
+        is past the start of this leader's epoch (``quorum_acks.high_watermark``)."""
+        ends = [
+            leader_leo if r == self.local_id else self._follower_end(r) for r in self.maximal_isr
+        ]
+        candidate = quorum_acks.high_watermark(
+            ends, self.quorum_required_acks, self.epoch_start_offset
+        )
+        if candidate is None or candidate <= self.high_watermark:
+            return False
+        self.high_watermark = candidate
+        return True
+
+    def _follower_end(self, replica: int) -> int:
+        state = self.followers.get(replica)
+        return UNKNOWN if state is None else state.log_end_offset
 
     # ------------------------------------------------------------------ ISR changes
     def maybe_expand_isr(self, replica: int, eligible: Eligibility) -> IsrUpdate | None:

@@ -15,15 +15,19 @@ ISR, hands ISR updates to the AlterPartition manager, and completes what waits h
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from brook.log.config import LogConfig
 from brook.log.log import AppendResult, PartitionLog, ReadResult
+from brook.metadata import quorum_acks
 from brook.metadata.image import BrokerInfo, PartitionInfo
 from brook.protocol.errors import Errors, KafkaError
+from brook.protocol.records import leader_change_batch
 
 from .fetch_session import FetchSession, PartitionKey
 from .leader_state import FollowerState, IsrUpdate, LeaderState, Reaction
@@ -35,6 +39,9 @@ DEFAULT_LAG_TIME_MAX_MS = 30_000
 
 def _wall_ms() -> int:
     return int(time.time() * 1000)
+
+
+log = logging.getLogger(__name__)
 
 
 def _no_brokers(_: int) -> BrokerInfo | None:
@@ -122,7 +129,10 @@ class Partition:
                 lag_time_max_ms=self.lag_time_max_ms,
                 now_ms=now,
                 previous=self.leader_state,
+                quorum_required_acks=self.log.config.quorum_required_acks,
             )
+            if quorum_acks.enabled(self.log.config.quorum_required_acks):
+                self._mark_epoch_start(now)
         elif leads and self.leader_state is not None:
             if self.leader_state.update_assignment(
                 info.partition_epoch, info.replicas, info.isr, now
@@ -138,6 +148,41 @@ class Partition:
         else:
             self._fail_ack_waiters(Errors.NOT_LEADER_OR_FOLLOWER)
         self._wake_all()
+
+    def _mark_epoch_start(self, now_ms: int) -> None:
+        """KIP-250: a new leader of a quorum-acks partition writes a LEADER_CHANGE control
+        batch at the start of its epoch. Its high watermark commits records of earlier epochs
+        only together with one of its own (``quorum_acks.high_watermark``), so without this
+        the records it inherited, acknowledged ones included, would stay invisible to
+        consumers until a client wrote again."""
+        batch = leader_change_batch(
+            self.local_id,
+            base_offset=self.log.log_end_offset,
+            leader_epoch=self.leader_epoch,
+            timestamp=now_ms,
+        )
+        try:
+            self.log.append_as_follower(batch)  # built here whole: offsets and epoch are set
+        except (KafkaError, OSError) as exc:
+            log.warning(
+                "%s-%d: the leader epoch marker was not written: %s",
+                self.topic,
+                self.partition,
+                exc,
+            )
+            return
+        self.appended_bytes += len(batch)
+        self.notify_appended()
+
+    def update_config(self, config: LogConfig) -> None:
+        """The topic's config changed: the log's, and the leader's acks rules
+        (``min.insync.replicas``, ``quorum.required.acks``) from now on, as Kafka reads them."""
+        self.log.update_config(config)
+        state = self.leader_state
+        if state is not None:
+            state.min_insync_replicas = config.min_insync_replicas
+            state.quorum_required_acks = config.quorum_required_acks
+            self.maybe_increment_high_watermark()
 
     # ------------------------------------------------------------------ leader epoch fencing
     def check_leader_epoch(self, requested: int) -> int:

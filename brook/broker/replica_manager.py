@@ -364,7 +364,7 @@ class ReplicaManager:
         else:
             return
         for partition in targets:
-            partition.log.update_config(
+            partition.update_config(
                 topic_config.log_config(
                     self.server_config, self.image, self.node_id, partition.topic
                 )

@@ -31,6 +31,7 @@ class LogConfig:
     cleanup_policy: tuple[str, ...]
     compression_type: str
     min_insync_replicas: int
+    quorum_required_acks: int
 
     @classmethod
     def from_topic_config(cls, values: Mapping[str, Any]) -> LogConfig:
@@ -59,6 +60,7 @@ class LogConfig:
             cleanup_policy=tuple(get("cleanup.policy")),
             compression_type=get("compression.type"),
             min_insync_replicas=get("min.insync.replicas"),
+            quorum_required_acks=get("quorum.required.acks"),
         )
 
     @property

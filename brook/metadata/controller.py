@@ -20,6 +20,7 @@ from brook.config.server import FOLLOWER_FETCH_DELAY_KEY, PRODUCE_DELAY_KEY, SER
 from brook.config.topic import SERVER_DEFAULT, TOPIC_CONFIG
 from brook.protocol.errors import Errors
 
+from . import quorum_acks
 from .image import MetadataImage
 from .records import (
     ConfigRecord,
@@ -368,11 +369,10 @@ class Controller:
                 parsed = TOPIC_CONFIG.parse_one(name, value)
             except ConfigError as exc:
                 return str(exc)
-            if name == "quorum.required.acks" and parsed != -1 and not 1 < parsed < replicas:
-                return (
-                    f"Invalid value {parsed} for configuration quorum.required.acks: must be -1 "
-                    f"or greater than 1 and less than the replication factor ({replicas})"
-                )
+            if name == quorum_acks.CONFIG:
+                error = quorum_acks.config_error(parsed, replicas)
+                if error is not None:
+                    return f"Invalid value {parsed} for configuration {name}: {error}"
         return None
 
     def delete_topics(
@@ -665,6 +665,19 @@ class Controller:
                 else:
                     records.append(PartitionChangeRecord(info.topic_id, p, leader=preferred))
                     results.append((topic, p, Outcome()))
+            elif quorum_acks.enabled(quorum_acks.topic_quorum(self.image, topic)):
+                results.append(
+                    (
+                        topic,
+                        p,
+                        Outcome(
+                            Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                            f"Unclean election does not apply to {topic}: it has "
+                            f"{quorum_acks.CONFIG} set, and its leader is elected from the most "
+                            "complete log of its live replicas.",
+                        ),
+                    )
+                )
             else:
                 if info.leader in live:
                     results.append(
@@ -759,6 +772,11 @@ class Controller:
                         ),
                     )
                 )
+                continue
+            q = quorum_acks.topic_quorum(self.image, topic)
+            error = quorum_acks.config_error(q, len(target)) if quorum_acks.enabled(q) else None
+            if error is not None:
+                results.append((topic, p, Outcome(Errors.INVALID_CONFIG, error)))
                 continue
             adding = tuple(r for r in target if r not in info.replicas)
             removing = tuple(r for r in info.replicas if r not in target)

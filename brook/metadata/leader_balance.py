@@ -20,6 +20,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterator
 
+from . import quorum_acks
 from .image import MetadataImage, PartitionInfo
 from .partition_change import Election, partition_change
 from .records import NO_LEADER, PartitionChangeRecord
@@ -37,8 +38,13 @@ class Schedule(enum.Enum):
 
 
 def imbalanced(image: MetadataImage) -> Iterator[tuple[str, PartitionInfo]]:
-    """(topic, partition) for every partition with replicas not led by its first replica."""
+    """(topic, partition) for every partition with replicas not led by its first replica.
+    Quorum-acks topics are left out: moving a healthy leader means fencing the partition
+    for a most-complete-log election, which need not give the preferred replica (an
+    explicit preferred election still does that)."""
     for topic in image.topics.values():
+        if quorum_acks.enabled(quorum_acks.topic_quorum(image, topic.name)):
+            continue
         for _, info in sorted(topic.partitions.items()):
             if info.replicas and info.leader != info.replicas[0]:
                 yield topic.name, info

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 from brook.protocol.errors import Errors, KafkaError
 
+from . import quorum_acks
 from .broker_heartbeat import BrokerHeartbeatManager, BrokerState
 from .cluster_control import ClusterControl
 from .controller import PRODUCER_ID_BLOCK, ConfigOp, Controller, CreatedTopic, CreateTopicSpec
@@ -50,8 +51,12 @@ from .loader import MetadataLoader
 from .partition_change import alter_isr, applied
 from .quorum import CommittedBatch, LeaderAndEpoch, MetadataQuorum, NotLeaderError, StorageError
 from .records import MetadataRecord, encode
+from .replica_logs import ReplicaLogs
 
 log = logging.getLogger(__name__)
+
+# How often the active controller looks for fenced quorum-acks partitions to elect leaders for.
+QUORUM_ELECTION_POLL_S = 0.05
 T = TypeVar("T")
 Decide = Callable[[Controller, ClusterControl], tuple[Sequence[MetadataRecord], T]]
 # Creates what records need on this node before they are appended; returns the undo.
@@ -96,6 +101,7 @@ class QuorumController:
         self._fencer: asyncio.Task[None] | None = None
         self.balancer = LeaderBalancer(_imbalance_interval_ms(server_config))
         self._balancing: asyncio.Task[None] | None = None
+        self._electing: asyncio.Task[None] | None = None
         self._preparer: Preparer | None = None
         self._activated_before = False
         quorum.register_listener(self)
@@ -148,6 +154,7 @@ class QuorumController:
             self._fencer = loop.create_task(self._fence_stale_brokers())
             if self.balancer.interval_ms is not None:
                 self._balancing = loop.create_task(self._balance_leaders())
+            self._electing = loop.create_task(self._elect_most_complete())
         log.info("node %d is the active controller in epoch %d", self.node_id, epoch)
 
     def _deactivate(self, reason: str | None) -> None:
@@ -160,6 +167,9 @@ class QuorumController:
         if self._balancing is not None:
             self._balancing.cancel()
             self._balancing = None
+        if self._electing is not None:
+            self._electing.cancel()
+            self._electing = None
         code = Errors.KAFKA_STORAGE_ERROR if self._storage_failed() else Errors.NOT_CONTROLLER
         waiting, self._waiting = self._waiting, []
         for _, future in waiting:
@@ -176,11 +186,18 @@ class QuorumController:
         self._preparer = preparer
 
     # ------------------------------------------------------------------ running operations
-    async def _run(self, decide: Decide[T], *, write: bool = True) -> Committed[T]:
+    async def _run(
+        self, decide: Decide[T], *, write: bool = True, elects: bool = False
+    ) -> Committed[T]:
+        """Decide on the active controller's image and append the records. A leader change
+        of a quorum-acks topic is turned into a fence (``quorum_acks.fence_leader_changes``)
+        unless ``elects``: the most-complete-log election's own records."""
         undo: Callable[[], None] | None = None
         async with self._lock:
             active = self._require_active()
             records, value = decide(active.decisions, active.cluster)
+            if not elects:
+                records = quorum_acks.fence_leader_changes(active.image, records)
             if not records or not write:
                 return Committed(value)
             if self._preparer is not None:
@@ -451,6 +468,46 @@ class QuorumController:
                 await self._run(decide)
             except ControllerError:
                 return
+
+    async def _elect_most_complete(self) -> None:
+        """KIP-250: give each fenced partition of a quorum-acks topic the leader with the most
+        complete log, once RF - Q + 1 of its live replicas have said what they hold (see
+        ``quorum_acks`` and ``replica_logs``); with fewer live, it stays leaderless."""
+        listener = self.server_config.get("inter.broker.listener.name")
+        asker = ReplicaLogs(self.node_id, str(listener) if listener else None)
+        try:
+            while self._active is not None:
+                await asyncio.sleep(QUORUM_ELECTION_POLL_S)
+                active = self._active
+                if active is None:
+                    return
+                waiting = quorum_acks.leaderless(active.image, active.cluster.acceptable)
+                if not waiting:
+                    continue
+                acceptable = active.cluster.acceptable
+                reports = await asker.ask(
+                    active.image, quorum_acks.whom_to_ask(waiting, acceptable)
+                )
+                elected = quorum_acks.elect(waiting, reports, acceptable)
+                if not elected:
+                    continue
+
+                def decide(_: Controller, cluster: ClusterControl, elected: Any = elected) -> Any:
+                    records = []
+                    for election in elected:
+                        now = cluster.image.partition(election.topic, election.partition.partition)
+                        record = election.record(now, cluster.acceptable)
+                        if record is not None:
+                            log.info("%s", election)
+                            records.append(record)
+                    return records, None
+
+                try:
+                    await self._run(decide, elects=True)
+                except ControllerError:
+                    return
+        finally:
+            asker.close()
 
 
 def _imbalance_interval_ms(config: Mapping[str, Any]) -> int | None:

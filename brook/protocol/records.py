@@ -166,6 +166,36 @@ def batch_header(
     )
 
 
+LEADER_CHANGE = 2  # Kafka's ControlRecordType.LEADER_CHANGE
+
+
+def leader_change_batch(
+    leader_id: int, *, base_offset: int, leader_epoch: int, timestamp: int
+) -> bytes:
+    """A control batch of one LEADER_CHANGE record (key: version 0, type 2; value: KRaft's
+    LeaderChangeMessage v0 naming ``leader_id``), with its offset and leader epoch set.
+    Consumers skip control batches, as they skip transaction markers."""
+    key = struct.pack(">hh", 0, LEADER_CHANGE)
+    voter = struct.pack(">i", leader_id) + uvarint(0)  # VoterId, no tagged fields
+    value = (
+        struct.pack(">hi", 0, leader_id)
+        + uvarint(2) + voter  # Voters: [leader]
+        + uvarint(2) + voter  # GrantingVoters: [leader]
+        + uvarint(0)
+    )  # fmt: skip
+    payload = encode_record(0, 0, key, value, ())
+    header = batch_header(
+        payload,
+        attributes=CONTROL_BIT,
+        count=1,
+        base_timestamp=timestamp,
+        max_timestamp=timestamp,
+        base_offset=base_offset,
+        partition_leader_epoch=leader_epoch,
+    )
+    return header + payload
+
+
 def build_simple_batch(
     values: Sequence[tuple[bytes | None, bytes | None]] | Sequence[bytes | None],
     *,

@@ -24,6 +24,7 @@ def leader(
     hw: int = 0,
     min_isr: int = 1,
     now: int = T0,
+    quorum: int = -1,
 ) -> LeaderState:
     return LeaderState.become_leader(
         local_id=1,
@@ -36,6 +37,7 @@ def leader(
         min_insync_replicas=min_isr,
         lag_time_max_ms=LAG,
         now_ms=now,
+        quorum_required_acks=quorum,
     )
 
 
@@ -161,6 +163,45 @@ def test_effective_min_isr_is_capped_by_the_replication_factor() -> None:
     s = leader(isr=(1,), replicas=(1,), leo=10, min_isr=3)
     assert s.effective_min_isr == 1
     assert s.maybe_increment_high_watermark(10, T0, everyone) and s.high_watermark == 10
+
+
+# ---------------------------------------------------------------------- KIP-250 quorum acks
+def test_with_quorum_acks_the_hw_is_the_qth_largest_log_end_in_the_isr() -> None:
+    s = leader(isr=(1, 2, 3), quorum=2)  # then 10 records appended in this epoch
+    s.record_fetch(2, 8, 0, -1, leader_leo=10, now_ms=T0)
+    # 3 has not fetched (unknown): the leader (10) and 2 (8) are two replicas holding 8
+    assert s.maybe_increment_high_watermark(10, T0, everyone) and s.high_watermark == 8
+    s.record_fetch(3, 10, 0, -1, leader_leo=10, now_ms=T0)
+    assert s.maybe_increment_high_watermark(10, T0, everyone) and s.high_watermark == 10
+
+
+def test_with_quorum_acks_a_slow_in_sync_follower_does_not_hold_the_hw() -> None:
+    s = leader(isr=(1, 2, 3), replicas=(1, 2, 3, 4), quorum=2)
+    s.record_fetch(2, 20, 0, -1, leader_leo=20, now_ms=T0)
+    s.record_fetch(3, 1, 0, -1, leader_leo=20, now_ms=T0)  # in the ISR, far behind
+    assert s.maybe_increment_high_watermark(20, T0, everyone) and s.high_watermark == 20
+    classic = leader(isr=(1, 2, 3), replicas=(1, 2, 3, 4), leo=20)
+    classic.record_fetch(2, 20, 0, -1, leader_leo=20, now_ms=T0)
+    classic.record_fetch(3, 1, 0, -1, leader_leo=20, now_ms=T0)
+    assert classic.maybe_increment_high_watermark(20, T0, everyone)
+    assert classic.high_watermark == 1  # acks=all waits for the slowest
+
+
+def test_with_quorum_acks_earlier_epochs_commit_only_with_one_of_this_epoch() -> None:
+    """Raft's rule: records a new leader inherited (its log end 10 when its epoch began) are
+    committed once a record of its own epoch is on Q replicas, never by counting alone."""
+    s = leader(isr=(1, 2, 3), leo=10, hw=4, quorum=2)
+    s.record_fetch(2, 10, 0, -1, leader_leo=10, now_ms=T0)
+    assert not s.maybe_increment_high_watermark(10, T0, everyone) and s.high_watermark == 4
+    s.record_fetch(2, 11, 0, -1, leader_leo=11, now_ms=T0)
+    assert s.maybe_increment_high_watermark(11, T0, everyone) and s.high_watermark == 11
+
+
+def test_with_quorum_acks_fewer_than_q_in_sync_refuse_and_freeze() -> None:
+    s = leader(isr=(1,), leo=10, quorum=2)  # min.insync.replicas 1, but Q is 2
+    assert s.effective_min_isr == 2 and s.under_min_isr
+    assert not s.maybe_increment_high_watermark(10, T0, everyone)
+    assert leader(isr=(1, 2, 3), min_isr=3, quorum=2).effective_min_isr == 3
 
 
 def test_hw_never_moves_back() -> None:

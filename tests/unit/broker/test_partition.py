@@ -228,3 +228,31 @@ def test_isr_updates_go_to_the_manager_and_commit_on_the_reply(partition: Partit
     assert partition.maximal_isr == (1, 2) and partition.isr == (1,)
     partition.on_isr_reply(sent[0], Errors.NONE, leader_epoch=0, partition_epoch=1, isr=(1, 2))
     assert partition.isr == (1, 2) and partition.partition_epoch == 1
+
+
+def test_a_quorum_acks_leader_marks_its_epoch_and_commits_what_it_inherited(
+    open_log: Callable[..., PartitionLog],
+) -> None:
+    """KIP-250: a new leader writes a LEADER_CHANGE control batch at its epoch's start; the
+    records it inherited become committed with it once Q replicas have the marker (Raft's
+    rule), with no client write needed. An ordinary topic writes nothing."""
+    plog = open_log(**{"quorum.required.acks": 2})
+    p = Partition("t", 0, TOPIC_ID, 1, plog)
+    p.update(_info(1, 3, (1, 2, 3), (1, 2, 3)))
+    assert plog.log_end_offset == 1  # the marker of epoch 3
+    header = read_header(plog.read(0, 1 << 20).records, 0)
+    assert header.is_control and header.partition_leader_epoch == 3
+    for _ in range(2):
+        _append(p, count=2, acks=-1)
+    p.update(_info(2, 4, (1, 2, 3), (1, 2, 3)))  # follower, then leader again in epoch 5
+    p.update(_info(1, 5, (1, 2, 3), (1, 2, 3)))
+    assert plog.log_end_offset == 6 and p.high_watermark < 6
+    p.record_follower_fetch(2, 5, 0, -1)  # 2 has everything but the new marker
+    assert p.high_watermark < 5
+    p.record_follower_fetch(2, 6, 0, -1)
+    assert p.high_watermark == 6
+
+
+def test_an_ordinary_leader_writes_no_marker(partition: Partition) -> None:
+    partition.update(_info(1, 3, (1, 2, 3), (1, 2, 3)))
+    assert partition.log.log_end_offset == 0

@@ -384,3 +384,29 @@ def test_the_metadata_topic_name_is_refused(validate_only: bool) -> None:
     assert fine.ok
     topics = [r.name for r in d.records if isinstance(r, TopicRecord)]
     assert topics == ([] if validate_only else ["fine"])
+
+
+def test_quorum_acks_refuses_reassignments_that_break_it_and_unclean_elections() -> None:
+    c = _cluster(4)
+    d = c.create_topics(
+        [
+            CreateTopicSpec(
+                "q", num_partitions=1, replication_factor=3, configs={"quorum.required.acks": "2"}
+            )
+        ]
+    )
+    _commit(c, d)
+    shrink = c.alter_partition_reassignments([("q", 0, [1, 2])])
+    outcome = shrink.results[0][2]
+    assert outcome.error_code == Errors.INVALID_CONFIG and not shrink.records
+    assert "quorum.required.acks" in (outcome.error_message or "")
+    grow = c.alter_partition_reassignments([("q", 0, [1, 2, 3, 4])])
+    assert grow.results[0][2].ok
+    unclean = c.elect_leaders(1, [("q", 0)])
+    assert unclean.results[0][2].error_code == Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE
+    assert not unclean.records
+    d = c.alter_configs(
+        [(ConfigResourceType.TOPIC, "q", [ConfigOp("quorum.required.acks", 0, "3")])],
+        incremental=True,
+    )
+    assert d.results[0].error_code == Errors.INVALID_CONFIG
