@@ -1,12 +1,13 @@
-"""KIP-250's quorum acks on a real ``brook cluster`` (one controller, three brokers, so that
+"""KIP-250's quorum acks on a real ``brook cluster`` (one controller, four brokers, so that
 brokers can die without the metadata quorum): the config's rule through the tools and the
 Admin API; a follower held back does not hold acks=all produces to a Q=2 topic (it does hold
 those of an ordinary acks=all topic); kill -9 of the leader elects the replica with the most
 complete log where Kafka's rule (the first live in-sync replica) would elect the lagging one;
 with fewer than RF - Q + 1 live replicas the partition waits, and nothing acknowledged is lost.
 
-Brokers are 2, 3 and 4; broker 4's fetches are held back by a fault delay when a test wants a
-lagging follower that is still in the ISR (``replica.lag.time.max.ms`` is a minute here)."""
+Brokers are 2 to 5 (RF 3 topics on 2, 3 and 4; RF 4 with Q 2 on all four); broker 4's
+fetches are held back by a fault delay when a test wants a lagging follower that is still in
+the ISR (``replica.lag.time.max.ms`` is a minute here)."""
 
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ OVERRIDES = {
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     directory = tmp_path_factory.mktemp("quorum-acks") / "c"
-    with local_cluster(directory, controllers=1, brokers=3, overrides=OVERRIDES) as c:
+    with local_cluster(directory, controllers=1, brokers=4, overrides=OVERRIDES) as c:
         yield c
 
 
@@ -263,3 +264,18 @@ def test_with_too_few_live_replicas_the_partition_waits_and_loses_nothing(
         cluster.restart(2)
     wait_fully_replicated(admin, topic)
     assert len(read_all(boot, topic, 100)) == 100
+
+
+def test_rf_4_with_q_2_survives_its_leader(cluster: LocalCluster, admin: Admin) -> None:
+    """The seed's other shape: three replicas must answer (RF - Q + 1) before one is elected."""
+    boot = cluster.bootstrap_servers
+    topic = create(admin, [2, 3, 4, 5])
+    assert produce(boot, topic, 100) == [""] * 100
+    cluster.kill(2)
+    try:
+        wait_for("a new leader", lambda: leader(admin, topic) in (3, 4, 5))
+        assert produce(boot, topic, 50, first=100) == [""] * 50
+        assert len(read_all(boot, topic, 150)) == 150
+    finally:
+        cluster.restart(2)
+    wait_fully_replicated(admin, topic)
