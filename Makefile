@@ -9,7 +9,7 @@ TEST_STAMP := $(VENV)/.brook-test-installed
 SPARK_STAMP := $(VENV)/.brook-spark-installed
 EXPERIMENTS_STAMP := $(VENV)/.brook-experiments-installed
 
-.PHONY: run test lint bench bench-spark experiments experiment-kip794 experiment-kip227 experiment-kip951 pipeline clean
+.PHONY: run test lint bench bench-spark experiments experiment-kip794 experiment-kip227 experiment-kip951 experiment-kip250 pipeline clean
 
 # The C extensions are built by the install, so a change to one reinstalls.
 $(STAMP): pyproject.toml brook/protocol/_crecords.c brook/protocol/_cwalk.c
@@ -49,8 +49,9 @@ bench: $(TEST_STAMP)
 	$(BIN)/python -m bench.producer_clients
 
 # The seed proposals' experiments (docs/experiments.md); KIP-794's full run takes ~7 minutes,
-# KIP-951's ~12 (it needs replicating followers for its acks=all: see experiments.md).
-experiments: experiment-kip794 experiment-kip227 experiment-kip951
+# KIP-951's ~12 (it needs replicating followers for its acks=all: see experiments.md),
+# KIP-250's ~45 (four configurations of 10 minutes, each on a fresh 3-node cluster).
+experiments: experiment-kip794 experiment-kip227 experiment-kip951 experiment-kip250
 
 experiment-kip794: $(STAMP)
 	$(BIN)/python -m bench.kip794_experiment $(EXPERIMENT_ARGS)
@@ -60,6 +61,9 @@ experiment-kip227: $(STAMP)
 
 experiment-kip951: $(EXPERIMENTS_STAMP)
 	$(BIN)/python -m bench.kip951_experiment --plot $(EXPERIMENT_ARGS)
+
+experiment-kip250: $(EXPERIMENTS_STAMP)
+	$(BIN)/python -m bench.kip250_experiment --plot $(EXPERIMENT_ARGS)
 
 # The clickstream example: a broker on a free loopback port (data in ./data-pipeline), the
 # generator and the Spark job; prints the results and stops everything.
