@@ -56,7 +56,6 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import textwrap
 import threading
@@ -73,7 +72,7 @@ from brook.metadata import records as metadata_records
 from brook.metadata.offline import METADATA_DIR
 from brook.protocol.records import iter_records
 
-from .common import ROOT, machine, save
+from .common import ROOT, machine, perf_test_command, save
 from .kip794_experiment import parse_output
 from .kip951_experiment import (
     REPORTING_INTERVAL_S,
@@ -374,27 +373,7 @@ def stall_offsets(seconds: float, every: float, stall: float) -> list[float]:
 
 def producer_command(bootstrap: str, topic: str, rate: int, records: int, trace: Path) -> list[str]:
     props = {"bootstrap.servers": bootstrap, "acks": "all", **SEED_PROPERTIES}
-    config = trace.with_suffix(".properties")
-    config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    return [
-        sys.executable,
-        "-m",
-        "brook.cli.main",
-        "producer-perf-test",
-        "--topic",
-        topic,
-        "--num-records",
-        str(records),
-        "--record-size",
-        str(RECORD_SIZE),
-        "--throughput",
-        str(rate),
-        "--producer.config",
-        str(config),
-        "--print-metrics",
-        "--latency-file",
-        str(trace),
-    ]
+    return perf_test_command(props, topic, rate, records, RECORD_SIZE, trace)
 
 
 # -- the figures ------------------------------------------------------------------------------
