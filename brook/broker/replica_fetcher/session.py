@@ -130,7 +130,9 @@ class FollowerSession:
                 self._reset(self.session_id)
             return False
         if session_id == INVALID_SESSION_ID:
-            self._reset(INVALID_SESSION_ID)  # the leader keeps no session: every fetch is full
+            # The leader keeps no session (its cache is off or full): every fetch is full.
+            # What this one asked stays held, so that its answer is still processed.
+            self.session_id, self.epoch = INVALID_SESSION_ID, INITIAL_EPOCH
         elif request.is_full:
             self.session_id, self.epoch = session_id, next_epoch(INITIAL_EPOCH)
         else:

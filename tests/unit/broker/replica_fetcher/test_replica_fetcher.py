@@ -189,6 +189,37 @@ def test_the_second_fetch_sends_only_what_changed(tmp_path: Path) -> None:
     run(tmp_path, scenario)
 
 
+def test_a_leader_that_keeps_no_session_still_has_its_records_appended(tmp_path: Path) -> None:
+    # A leader whose session cache is off or full answers with session id 0: the records of
+    # each such (full) fetch are the follower's all the same, and the next fetch moves on.
+    async def scenario(leader: LoopbackLeader, fetcher: ReplicaFetcher, f: Follower) -> None:
+        p = f.partition(0)
+        fetcher.add(p)
+        fetcher.start()
+        got = await leader.next()
+        assert (got.request.session_id, got.request.session_epoch) == (0, 0)
+        got.reply(
+            fetch_response(
+                {TID: [partition_data(0, high_watermark=3, records=batch(0, 3, 5))]}, session_id=0
+            )
+        )
+        got = await leader.next()
+        assert (got.request.session_id, got.request.session_epoch) == (0, 0)
+        assert sent(got.request) == {0: (3, 5, 5, 0)}
+        assert p.log.log_end_offset == 3
+        got.reply(
+            fetch_response(
+                {TID: [partition_data(0, high_watermark=5, records=batch(3, 2, 5))]}, session_id=0
+            )
+        )
+        got = await leader.next()
+        assert sent(got.request) == {0: (5, 5, 5, 0)}
+        assert (p.log.log_end_offset, p.high_watermark) == (5, 5)
+        got.reply(fetch_response({}, session_id=0))
+
+    run(tmp_path, scenario)
+
+
 def test_diverging_epoch_truncates_and_fetches_from_there(tmp_path: Path) -> None:
     async def scenario(leader: LoopbackLeader, fetcher: ReplicaFetcher, f: Follower) -> None:
         p = f.partition(0, leader_epoch=6)
