@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -11,6 +12,7 @@ import statistics
 import sys
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,6 +25,17 @@ from multinode_proxy import MultiNodeProxy  # noqa: E402, F401
 from support import BrookProcess, run_tansu  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of a seed proposal, Brook's figure for it, and whether it reproduces
+    (None when the run did not measure enough to say); ``make experiments`` tabulates them."""
+
+    seed: str
+    claim: str
+    brook: str
+    reproduces: bool | None
 
 
 def machine() -> dict[str, str]:
@@ -109,6 +122,39 @@ def perf_test_command(
 
 def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, plot: Path, what: str = "PNG") -> None:
+    """An experiment's ``--plot [PNG]`` and ``--from-results JSON`` options."""
+    parser.add_argument(
+        "--plot",
+        nargs="?",
+        const=str(plot),
+        default=None,
+        help=f"write the {what} (default path: {plot.relative_to(ROOT)})",
+    )
+    parser.add_argument(
+        "--from-results",
+        metavar="JSON",
+        help="run nothing: print the table (and --plot) from a saved results file",
+    )
+
+
+def save_results(
+    name: str, quick: bool, args: argparse.Namespace, results: object, load_before: tuple
+) -> None:
+    """Save an experiment's results (``-quick`` in the name for a shortened run) with the
+    machine, the arguments and the load average before and after; say where."""
+    path = save(
+        name + ("-quick" if quick else ""),
+        {
+            "machine": machine(),
+            "args": vars(args),
+            "load_average": {"before": load_before, "after": os.getloadavg()},
+            "results": results,
+        },
+    )
+    print(f"\nmachine: {machine()}\nsaved {path}")
 
 
 def save(name: str, payload: dict) -> Path:

@@ -47,7 +47,14 @@ from brook.client.producer import Producer
 from brook.protocol.api import ApiKey, is_flexible, request_class, response_class
 from brook.protocol.framing import decode_kio, parse_request_header, response_body_offset
 
-from .common import ROOT, MultiNodeProxy, machine, process_cpu_seconds, save
+from .common import (
+    ROOT,
+    Claim,
+    MultiNodeProxy,
+    add_output_arguments,
+    process_cpu_seconds,
+    save_results,
+)
 
 DEFAULT_CELLS = "100:10,1000:1,1000:10,1000:100,3000:10"
 NODES = 3
@@ -416,6 +423,49 @@ def report(cells: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def scaling_claims(who: str, points: dict[str, dict[int, tuple[float, float]]]) -> list[Claim]:
+    """KIP-227's claim for one kind of fetcher, judged on (request bytes, response bytes
+    besides records) per fetch at each partition count, with sessions and without: with
+    sessions the messages follow the partitions that changed (at most 1.5x from the fewest
+    partitions to the most), without them the partitions followed (at least a third of
+    their growth)."""
+    on, off = points.get("sessions", {}), points.get("sessionless", {})
+    sizes = sorted(set(on) & set(off))
+    if len(sizes) < 2:
+        return []
+    low, high = sizes[0], sizes[-1]
+    found = []
+    for i, what in ((0, "request"), (1, "response (besides records)")):
+        grew_on = on[high][i] / max(on[low][i], 1.0)
+        grew_off = off[high][i] / max(off[low][i], 1.0)
+        found.append(
+            Claim(
+                "KIP-227",
+                f"{who}: with sessions a fetch {what} follows the partitions that changed, "
+                "without them the partitions followed",
+                f"{low:,} -> {high:,} partitions: {on[low][i]:,.0f} -> {on[high][i]:,.0f} B "
+                f"with sessions, {off[low][i]:,.0f} -> {off[high][i]:,.0f} B without",
+                grew_on <= 1.5 and grew_off >= (high / low) / 3,
+            )
+        )
+    return found
+
+
+def claims(saved: dict[str, Any]) -> list[Claim]:
+    """The consumer's case, over the cells with the most common number of receiving
+    partitions."""
+    cells = saved["results"]
+    hot_counts = [c["hot"] for c in cells]
+    hot = max(set(hot_counts), key=hot_counts.count, default=0)
+    points: dict[str, dict[int, tuple[float, float]]] = {"sessions": {}, "sessionless": {}}
+    for cell in cells:
+        if cell["hot"] == hot:
+            for mode, mine in points.items():
+                f = per_fetch(cell[mode], cell)
+                mine[cell["partitions"]] = (f["request_bytes"], f["overhead_bytes"])
+    return scaling_claims(f"a consumer ({hot} partitions receiving)", points)
+
+
 PLOTTED = (
     ("request_bytes", "request bytes per fetch", "%.0f", True),
     ("overhead_bytes", "response bytes besides records per fetch", "%.0f", True),
@@ -483,18 +533,7 @@ def main() -> None:
     )
     parser.add_argument("--seconds", type=float, default=10.0, help="measured window per run")
     parser.add_argument("--warmup", type=float, default=3.0, help="unmeasured lead-in per run")
-    parser.add_argument(
-        "--plot",
-        nargs="?",
-        const=str(DEFAULT_PLOT),
-        default=None,
-        help=f"write the PNG (default path: {DEFAULT_PLOT.relative_to(ROOT)})",
-    )
-    parser.add_argument(
-        "--from-results",
-        metavar="JSON",
-        help="run nothing: print the table (and --plot) from a saved results file",
-    )
+    add_output_arguments(parser, DEFAULT_PLOT)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -527,19 +566,8 @@ def main() -> None:
     if args.plot:
         plot(results, Path(args.plot), setup_text(vars(args)))
         print(f"\nplot: {args.plot}")
-    name = "kip227_experiment"
-    if (args.cells, args.seconds, args.warmup) != (DEFAULT_CELLS, 10.0, 3.0):
-        name += "-quick"
-    path = save(
-        name,
-        {
-            "machine": machine(),
-            "args": vars(args),
-            "load_average": {"before": load_before, "after": os.getloadavg()},
-            "results": results,
-        },
-    )
-    print(f"\nmachine: {machine()}\nsaved {path}")
+    quick = (args.cells, args.seconds, args.warmup) != (DEFAULT_CELLS, 10.0, 3.0)
+    save_results("kip227_experiment", quick, args, results, load_before)
 
 
 if __name__ == "__main__":

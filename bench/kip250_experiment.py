@@ -72,7 +72,7 @@ from brook.metadata import records as metadata_records
 from brook.metadata.offline import METADATA_DIR
 from brook.protocol.records import iter_records
 
-from .common import ROOT, machine, perf_test_command, save
+from .common import ROOT, Claim, add_output_arguments, machine, perf_test_command, save
 from .kip794_experiment import parse_output
 from .kip951_experiment import (
     REPORTING_INTERVAL_S,
@@ -549,10 +549,10 @@ def _median(values: list[int]) -> int:
     return statistics.median_low(values) if values else 0
 
 
-def targets(runs: list[dict[str, Any]]) -> list[str]:
-    """The issue's targets, each with the figures it is judged on."""
+def target_checks(runs: list[dict[str, Any]]) -> list[tuple[str, bool, str]]:
+    """The issue's targets: (target, met, the figures it is judged on)."""
     by = _by_name(runs)
-    lines = []
+    checks = []
     acks_all, quorum, base = by.get("acks-all"), by.get("quorum-2"), by.get("no-fault")
     if acks_all is not None and acks_all["stall_seconds"]:
         stall_ms = acks_all["stall_seconds"] * 1000
@@ -564,27 +564,48 @@ def targets(runs: list[dict[str, Any]]) -> list[str]:
                 for s, _ in acks_all["trace"]["stalls_ms"]
             )
         ]
-        verdict = "met" if stalled and _median(stalled) >= stall_ms / 2 else "not met"
-        lines.append(
-            f"- acks=all's p99.9 follows the slow follower: {verdict} (median p99.9 of the "
-            f"minutes with a stall {_median(stalled)} ms, stalls of {stall_ms:.0f} ms; met when "
-            "at least half the stall)"
+        checks.append(
+            (
+                "acks=all's p99.9 follows the slow follower",
+                bool(stalled) and _median(stalled) >= stall_ms / 2,
+                f"median p99.9 of the minutes with a stall {_median(stalled)} ms, stalls of "
+                f"{stall_ms:.0f} ms; met when at least half the stall",
+            )
         )
     if quorum is not None and base is not None:
         q, b = quorum["trace"]["p999_ms"], base["trace"]["p999_ms"]
-        verdict = "met" if q <= 2 * b else "not met"
-        lines.append(
-            f"- Q=2's p99.9 within 2x of the no-fault run: {verdict} ({q} ms against {b} ms, "
-            f"{q / b if b else float('inf'):.1f}x)"
+        checks.append(
+            (
+                "Q=2's p99.9 within 2x of the no-fault run",
+                q <= 2 * b,
+                f"{q} ms against {b} ms, {q / b if b else float('inf'):.1f}x",
+            )
         )
     if quorum is not None and acks_all is not None:
         q, a = quorum["trace"]["p999_ms"], acks_all["trace"]["p999_ms"]
-        verdict = "met" if 5 * q <= a else "not met"
-        lines.append(
-            f"- Q=2's p99.9 at most 1/5 of acks=all's: {verdict} ({q} ms against {a} ms, "
-            f"1/{a / q if q else float('inf'):.1f})"
+        checks.append(
+            (
+                "Q=2's p99.9 at most 1/5 of acks=all's",
+                5 * q <= a,
+                f"{q} ms against {a} ms, 1/{a / q if q else float('inf'):.1f}",
+            )
         )
-    return lines
+    return checks
+
+
+def targets(runs: list[dict[str, Any]]) -> list[str]:
+    """The targets as report lines."""
+    return [
+        f"- {target}: {'met' if met else 'not met'} ({figures})"
+        for target, met, figures in target_checks(runs)
+    ]
+
+
+def claims(saved: dict[str, Any]) -> list[Claim]:
+    return [
+        Claim("KIP-250", target, figures, met)
+        for target, met, figures in target_checks(saved["runs"])
+    ]
 
 
 def report(runs: list[dict[str, Any]], setup: str) -> str:
@@ -737,18 +758,7 @@ def main() -> None:
         default="pause",
         help="pause: SIGSTOP the slow follower; slow: hold its replica fetches back",
     )
-    parser.add_argument(
-        "--plot",
-        nargs="?",
-        const=str(DEFAULT_PLOT),
-        default=None,
-        help=f"write the p99.9-per-minute PNG (default path: {DEFAULT_PLOT.relative_to(ROOT)})",
-    )
-    parser.add_argument(
-        "--from-results",
-        metavar="JSON",
-        help="run nothing: print the tables (and --plot) from a saved results file",
-    )
+    add_output_arguments(parser, DEFAULT_PLOT, "p99.9-per-minute PNG")
     parser.add_argument(
         "--lag-time-ms",
         type=int,
