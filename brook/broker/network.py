@@ -77,7 +77,7 @@ class Connection(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         # Who this connection's requests are made by; authentication replaces it.
-        self.principal: KafkaPrincipal = ANONYMOUS
+        self.principal: KafkaPrincipal = broker.test_principals.get(listener, ANONYMOUS)
         self._pool = server.memory_pool
         self._reader = FrameAssembler(
             self.max_request_size,

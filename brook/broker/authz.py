@@ -1,0 +1,102 @@
+"""What handlers ask before they act: may this request's principal do this?
+
+``NodeAuthorizer`` is the node's ``authorizer.class.name``: None when it is empty (every
+request allowed, as Kafka without an authorizer), else a ``StandardAuthorizer`` over the ACLs
+of this node's metadata image, rebuilt when they change (``MetadataImage.acls_version``), so
+every node decides from the same committed ACLs. Handlers call the helpers below with their
+``RequestContext``: the principal is read only through ``ctx.principal``, and the host is the
+client's address.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from brook.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from brook.security.authorizer import Caller, StandardAuthorizer, parse_super_users
+
+from .handlers.common import CLUSTER_OPERATIONS, GROUP_OPERATIONS, TOPIC_OPERATIONS
+
+if TYPE_CHECKING:
+    from brook.metadata.image import MetadataImage
+
+    from .registry import RequestContext
+
+# Without an authorizer Kafka reports every operation of the type as allowed.
+_ALL_ALLOWED = {
+    ResourceType.TOPIC: TOPIC_OPERATIONS,
+    ResourceType.GROUP: GROUP_OPERATIONS,
+    ResourceType.CLUSTER: CLUSTER_OPERATIONS,
+}
+
+
+class NodeAuthorizer:
+    def __init__(self, config: Any, image_of: Any) -> None:
+        """``image_of``: a callable returning the node's current metadata image."""
+        self.super_users = parse_super_users(config["super.users"])
+        self.allow_if_no_acl = bool(config["allow.everyone.if.no.acl.found"])
+        self._image_of = image_of
+        self._built: tuple[int, int] | None = None
+        self._authorizer: StandardAuthorizer | None = None
+
+    def current(self) -> StandardAuthorizer:
+        image: MetadataImage = self._image_of()
+        key = (id(image), image.acls_version)
+        if self._authorizer is None or self._built != key:
+            self._authorizer = StandardAuthorizer(
+                image.acls.values(), self.super_users, self.allow_if_no_acl
+            )
+            self._built = key
+        return self._authorizer
+
+
+def node_authorizer(config: Any, image_of: Any) -> NodeAuthorizer | None:
+    return NodeAuthorizer(config, image_of) if config["authorizer.class.name"] else None
+
+
+def caller(ctx: RequestContext) -> Caller:
+    host = ctx.connection.peer.rpartition(":")[0] or ctx.connection.peer
+    return Caller(ctx.principal, host.strip("[]"))
+
+
+def enabled(ctx: RequestContext) -> bool:
+    return ctx.broker.authorizer is not None
+
+
+def authorize(ctx: RequestContext, op: AclOperation, rtype: ResourceType, name: str) -> bool:
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        return True
+    return authorizer.current().authorize(caller(ctx), op, rtype, name)
+
+
+def authorize_cluster(ctx: RequestContext, op: AclOperation) -> bool:
+    return authorize(ctx, op, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def authorize_any(ctx: RequestContext, op: AclOperation, rtype: ResourceType) -> bool:
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        return True
+    return authorizer.current().authorize_any(caller(ctx), op, rtype)
+
+
+def allowed_names(
+    ctx: RequestContext, op: AclOperation, rtype: ResourceType, names: Iterable[str]
+) -> set[str]:
+    """The names among ``names`` the caller may do ``op`` on (each asked once)."""
+    authorizer = ctx.broker.authorizer
+    unique = set(names)
+    if authorizer is None:
+        return unique
+    current, who = authorizer.current(), caller(ctx)
+    return {n for n in unique if current.authorize(who, op, rtype, n)}
+
+
+def authorized_operations(ctx: RequestContext, rtype: ResourceType, name: str) -> int:
+    """Kafka's bitfield of what the caller may do on the resource."""
+    authorizer = ctx.broker.authorizer
+    if authorizer is None:
+        return _ALL_ALLOWED[rtype]
+    return authorizer.current().authorized_operations(caller(ctx), rtype, name)
