@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from brook.protocol.api import ApiKey
 from brook.security.acl import CLUSTER_NAME, AclOperation, ResourceType
 from brook.security.authorizer import Caller, StandardAuthorizer, parse_super_users
 
@@ -100,3 +101,31 @@ def authorized_operations(ctx: RequestContext, rtype: ResourceType, name: str) -
     if authorizer is None:
         return _ALL_ALLOWED[rtype]
     return authorizer.current().authorized_operations(caller(ctx), rtype, name)
+
+
+def cluster_operations(ctx: RequestContext) -> int:
+    """The cluster's authorized operations as Metadata and DescribeCluster report them: 0 for
+    a caller without DESCRIBE on the cluster, as Kafka answers."""
+    if not authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return 0
+    return authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def controller_listener_refusal(ctx: RequestContext) -> str | None:
+    """Why a request on the controller listener is refused, or None. Brook forwards admin
+    requests and sends its inter-node RPCs there as the node itself (no Envelope carrying the
+    client's principal), having authorized the client on the broker listener; so the
+    listener serves principals with CLUSTER_ACTION on the cluster (DescribeQuorum: DESCRIBE),
+    as Kafka's ControllerApis asks of brokers and controllers. ApiVersions is always served."""
+    if ctx.scope != "controller" or ctx.broker.authorizer is None:
+        return None
+    if ctx.api_key == ApiKey.API_VERSIONS:
+        return None
+    op = (
+        AclOperation.DESCRIBE
+        if ctx.api_key == ApiKey.DESCRIBE_QUORUM
+        else AclOperation.CLUSTER_ACTION
+    )
+    if authorize_cluster(ctx, op):
+        return None
+    return f"{ctx.principal} may not {op.name} on the cluster (needed on the controller listener)"

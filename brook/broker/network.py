@@ -42,6 +42,7 @@ from brook.protocol.framing import (
 from brook.protocol.primitives import INT16, INT32
 from brook.security.principal import ANONYMOUS, KafkaPrincipal
 
+from .authz import controller_listener_refusal
 from .memory_pool import RequestMemoryPool
 from .registry import BROKER, TABLES, RequestContext, Response
 
@@ -281,6 +282,10 @@ class Connection(asyncio.BufferedProtocol):
             self.listener,
             self.scope,
         )
+        refusal = controller_listener_refusal(ctx)
+        if refusal is not None:
+            self.close(refusal)
+            return None
         try:
             response = spec.fn(ctx, request)
             if inspect.isawaitable(response):
