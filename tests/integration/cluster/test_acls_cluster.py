@@ -1,0 +1,125 @@
+"""ACLs on a 3-node ``brook cluster``: an ACL created through one node is in every node's
+metadata image, so every node allows what it allows and denies what it does not.
+
+The nodes talk to each other as super users: the test-only
+``brook.test.listener.principals`` makes every connection of the controller listener
+User:admin (a super user), and every connection of the broker listener User:alice, who
+starts with only what the cluster needs of her (CLUSTER_ACTION for the replicas' fetches,
+ALTER and CREATE on the cluster), granted through the active controller's listener."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+from quorum_support import FAST, wait_for
+from rawclient import RawClient
+from support import local_cluster
+
+from brook.cli.cluster_config import CONTROLLER_LISTENER, HOST
+from brook.cli.local_cluster import LocalCluster
+from brook.protocol.api import ApiKey
+from brook.protocol.errors import Errors
+
+OVERRIDES = {
+    **FAST,
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:admin",
+    "brook.test.listener.principals": "CONTROLLER=User:admin,PLAINTEXT=User:alice",
+}
+CLUSTER_OPS = (9, 7, 5)  # CLUSTER_ACTION, ALTER, CREATE
+
+
+def _grant_cluster_ops(cluster: LocalCluster) -> None:
+    """Through the controller listener of whichever node is the active controller."""
+    creations = [
+        {
+            "resource_type": 4,
+            "resource_name": "kafka-cluster",
+            "resource_pattern_type": 3,
+            "principal": "User:alice",
+            "host": "*",
+            "operation": op,
+            "permission_type": 3,
+        }
+        for op in CLUSTER_OPS
+    ]
+
+    def granted() -> bool:
+        for node in cluster.nodes:
+            address = f"{HOST}:{node.ports[CONTROLLER_LISTENER]}"
+            with RawClient(address) as raw:
+                answer = raw.request(ApiKey.CREATE_ACLS, 3, {"creations": creations})
+            if all(r.error_code == Errors.NONE for r in answer.results):
+                return True
+        return False
+
+    wait_for("the cluster ACLs granted by the active controller", granted)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    directory = tmp_path_factory.mktemp("acls") / "c"
+    with local_cluster(directory, nodes=3, overrides=OVERRIDES) as c:
+        _grant_cluster_ops(c)
+        c.wait_metadata_caught_up()
+        yield c
+
+
+def _describe_code(address: str, topic: str) -> int:
+    request = {
+        "topics": [{"name": topic, "topic_id": None}],
+        "allow_auto_topic_creation": False,
+        "include_topic_authorized_operations": False,
+    }
+    with RawClient(address) as raw:
+        return int(raw.request(ApiKey.METADATA, 12, request).topics[0].error_code)
+
+
+def test_an_acl_created_through_one_node_is_enforced_on_every_node(cluster: LocalCluster) -> None:
+    topic = f"acl-{uuid.uuid4().hex[:6]}"
+    first, *others = cluster.brokers
+    admin = AdminClient({"bootstrap.servers": first.broker_address})
+    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(30)
+    cluster.wait_metadata_caught_up()
+    for node in cluster.brokers:
+        assert _describe_code(node.broker_address, topic) == Errors.TOPIC_AUTHORIZATION_FAILED
+
+    read = AclBinding(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        "User:alice",
+        "*",
+        AclOperation.READ,
+        AclPermissionType.ALLOW,
+    )
+    via = AdminClient({"bootstrap.servers": others[0].broker_address})
+    assert via.create_acls([read])[read].result(30) is None
+    cluster.wait_metadata_caught_up()
+    for node in cluster.brokers:
+        assert _describe_code(node.broker_address, topic) == Errors.NONE, node.node_id
+
+    deny = AclBinding(
+        ResourceType.TOPIC,
+        topic[:4],
+        ResourcePatternType.PREFIXED,
+        "User:alice",
+        "*",
+        AclOperation.DESCRIBE,
+        AclPermissionType.DENY,
+    )
+    assert via.create_acls([deny])[deny].result(30) is None
+    cluster.wait_metadata_caught_up()
+    for node in cluster.brokers:
+        assert _describe_code(node.broker_address, topic) == Errors.TOPIC_AUTHORIZATION_FAILED
