@@ -6,9 +6,13 @@ listener's connections are: ADMIN (a super user) and ALICE (only what ACLs allow
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
+from rawclient import RawClient
 from support import BrookProcess
+
+from brook.protocol.api import ApiKey
 
 
 @dataclass
@@ -29,3 +33,12 @@ def secured_overrides(admin_port: int, alice_port: int) -> dict[str, str]:
         "brook.test.listener.principals": "PLAINTEXT=User:admin,ALICE=User:alice",
         "group.initial.rebalance.delay.ms": "0",
     }
+
+
+def wait_for_coordinator(admin: RawClient, group: str) -> None:
+    """The group's coordinator is up (the offsets topic is created on first use)."""
+    deadline = time.monotonic() + 30
+    request = {"key_type": 0, "coordinator_keys": [group]}
+    while admin.request(ApiKey.FIND_COORDINATOR, 4, request).coordinators[0].error_code:
+        assert time.monotonic() < deadline, "no group coordinator within 30 s"
+        time.sleep(0.1)

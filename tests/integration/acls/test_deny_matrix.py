@@ -4,12 +4,11 @@ its own topic and group, and removes its ACLs when done, so the rows do not inte
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
-from acl_support import Secured, secured_overrides
+from acl_support import Secured, secured_overrides, wait_for_coordinator
 from rawclient import RawClient, create_topic, fetch, produce
 from support import BrookProcess, free_port
 
@@ -322,14 +321,6 @@ ROWS = [
 ]
 
 
-def _wait_for_coordinator(admin: RawClient, group: str) -> None:
-    """The group's coordinator is up (the offsets topic is created on first use)."""
-    deadline = time.monotonic() + 30
-    while _find_coordinator(admin, "", group) != E.NONE:
-        assert time.monotonic() < deadline, "no group coordinator within 30 s"
-        time.sleep(0.1)
-
-
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
     admin_port, alice_port = free_port(), free_port()
@@ -357,7 +348,7 @@ def test_denied_without_the_acl_and_allowed_with_it(broker: Secured, row: Row) -
     acls = [_creation(rtype, name.format(t=topic, g=group), op) for rtype, name, op in row.acls]
     with RawClient(broker.admin) as admin, RawClient(broker.alice) as alice:
         create_topic(admin, topic)
-        _wait_for_coordinator(admin, group)
+        wait_for_coordinator(admin, group)
         assert row.ask(alice, topic, group) == row.denied
         created = admin.request(ApiKey.CREATE_ACLS, 3, {"creations": acls})
         assert [r.error_code for r in created.results] == [E.NONE] * len(acls)

@@ -123,3 +123,37 @@ def test_an_acl_created_through_one_node_is_enforced_on_every_node(cluster: Loca
     cluster.wait_metadata_caught_up()
     for node in cluster.brokers:
         assert _describe_code(node.broker_address, topic) == Errors.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_the_controller_listener_serves_only_principals_with_cluster_action(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Brook forwards to the controller as the node itself, so the controller listener asks
+    CLUSTER_ACTION of whoever connects (ApiVersions excepted); anyone else is disconnected
+    with the reason logged, and the node goes on serving."""
+    overrides = {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "brook.test.listener.principals": "CONTROLLER=User:mallory",
+    }
+    directory = tmp_path_factory.mktemp("acl-controller") / "c"
+    with local_cluster(directory, nodes=1, overrides=overrides) as single:
+        node = single.nodes[0]
+        address = f"{HOST}:{node.ports[CONTROLLER_LISTENER]}"
+        with RawClient(address) as raw:
+            versions = raw.request(
+                ApiKey.API_VERSIONS,
+                3,
+                {"client_software_name": "t", "client_software_version": "1"},
+            )
+            assert versions.error_code == Errors.NONE
+            raw.request(
+                ApiKey.CREATE_TOPICS,
+                7,
+                {"topics": [], "timeout": 1000, "validate_only": False},
+                expect_response=False,
+            )
+            assert raw.is_closed()
+        log = node.log_path.read_text()
+        assert "User:mallory may not CLUSTER_ACTION on the cluster" in log
+        # the broker listener (User:ANONYMOUS, no ACL) still answers, with Kafka's refusal
+        assert _describe_code(node.broker_address, "t") == Errors.TOPIC_AUTHORIZATION_FAILED
