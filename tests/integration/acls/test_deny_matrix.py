@@ -29,6 +29,8 @@ class Row:
     acls: list[tuple[int, str, int]]  # (resource type, name, operation), allowed for alice
     ask: Callable[[RawClient, str, str], int]  # (alice, topic, group) -> error code
     denied: int
+    # the answer once authorized, when it is not NONE: the API's own next check
+    allowed: int = Errors.NONE
 
 
 def _produce(raw: RawClient, topic: str, group: str) -> int:
@@ -229,6 +231,92 @@ def _describe_acls(raw: RawClient, topic: str, group: str) -> int:
     return raw.request(ApiKey.DESCRIBE_ACLS, 3, request).error_code
 
 
+def _join_group(raw: RawClient, topic: str, group: str) -> int:
+    request = {
+        "group_id": group,
+        "session_timeout": 10000,
+        "rebalance_timeout": 10000,
+        "member_id": "",
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b""}],
+        "reason": None,
+    }
+    return raw.request(ApiKey.JOIN_GROUP, 9, request).error_code
+
+
+def _heartbeat(raw: RawClient, topic: str, group: str) -> int:
+    request = {"group_id": group, "generation_id": 1, "member_id": "m", "group_instance_id": None}
+    return raw.request(ApiKey.HEARTBEAT, 4, request).error_code
+
+
+def _sync_group(raw: RawClient, topic: str, group: str) -> int:
+    request = {
+        "group_id": group,
+        "generation_id": 1,
+        "member_id": "m",
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocol_name": "range",
+        "assignments": [],
+    }
+    return raw.request(ApiKey.SYNC_GROUP, 5, request).error_code
+
+
+def _leave_group(raw: RawClient, topic: str, group: str) -> int:
+    request = {
+        "group_id": group,
+        "members": [{"member_id": "m", "group_instance_id": None, "reason": None}],
+    }
+    response = raw.request(ApiKey.LEAVE_GROUP, 5, request)
+    return response.error_code or response.members[0].error_code
+
+
+def _follower_fetch(raw: RawClient, topic: str, group: str) -> int:
+    request = {
+        "cluster_id": None,
+        "replica_id": 7,
+        "max_wait": 0,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {
+                        "partition": 0,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": 0,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 1 << 20,
+                    }
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
+    return raw.request(ApiKey.FETCH, 12, request).responses[0].partitions[0].error_code
+
+
+def _replica_offset_for_leader_epoch(raw: RawClient, topic: str, group: str) -> int:
+    request = {
+        "replica_id": 7,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}],
+            }
+        ],
+    }
+    response = raw.request(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, request)
+    return response.topics[0].partitions[0].error_code
+
+
 ROWS = [
     Row("produce", [(TOPIC, "{t}", WRITE)], _produce, E.TOPIC_AUTHORIZATION_FAILED),
     Row("fetch", [(TOPIC, "{t}", READ)], _fetch, E.TOPIC_AUTHORIZATION_FAILED),
@@ -313,6 +401,48 @@ ROWS = [
         E.CLUSTER_AUTHORIZATION_FAILED,
     ),
     Row(
+        "join-group",
+        [(GROUP, "{g}", READ)],
+        _join_group,
+        E.GROUP_AUTHORIZATION_FAILED,
+        allowed=E.MEMBER_ID_REQUIRED,
+    ),
+    Row(
+        "heartbeat",
+        [(GROUP, "{g}", READ)],
+        _heartbeat,
+        E.GROUP_AUTHORIZATION_FAILED,
+        allowed=E.UNKNOWN_MEMBER_ID,
+    ),
+    Row(
+        "sync-group",
+        [(GROUP, "{g}", READ)],
+        _sync_group,
+        E.GROUP_AUTHORIZATION_FAILED,
+        allowed=E.UNKNOWN_MEMBER_ID,
+    ),
+    Row(
+        "leave-group",
+        [(GROUP, "{g}", READ)],
+        _leave_group,
+        E.GROUP_AUTHORIZATION_FAILED,
+        allowed=E.UNKNOWN_MEMBER_ID,
+    ),
+    # a replica the partition does not have: past the authorizer, the leader's own check
+    Row(
+        "follower-fetch",
+        [(CLUSTER, "kafka-cluster", 9)],
+        _follower_fetch,
+        E.TOPIC_AUTHORIZATION_FAILED,
+        allowed=E.NOT_LEADER_OR_FOLLOWER,
+    ),
+    Row(
+        "replica-offset-for-leader-epoch",
+        [(CLUSTER, "kafka-cluster", 9)],
+        _replica_offset_for_leader_epoch,
+        E.CLUSTER_AUTHORIZATION_FAILED,
+    ),
+    Row(
         "describe-acls",
         [(CLUSTER, "kafka-cluster", DESCRIBE)],
         _describe_acls,
@@ -353,7 +483,7 @@ def test_denied_without_the_acl_and_allowed_with_it(broker: Secured, row: Row) -
         created = admin.request(ApiKey.CREATE_ACLS, 3, {"creations": acls})
         assert [r.error_code for r in created.results] == [E.NONE] * len(acls)
         try:
-            assert row.ask(alice, topic, group) == E.NONE
+            assert row.ask(alice, topic, group) == row.allowed
         finally:
             # the next rows start from no ACL of alice's again
             removal = [
@@ -399,3 +529,54 @@ def test_a_topic_alice_may_not_describe_does_not_leak(broker: Secured) -> None:
         assert "nowhere" not in {
             t.name for t in admin.request(ApiKey.METADATA, 12, everything).topics
         }
+
+
+def _allow(admin: RawClient, rtype: int, name: str, op: int) -> None:
+    created = admin.request(ApiKey.CREATE_ACLS, 3, {"creations": [_creation(rtype, name, op)]})
+    assert created.results[0].error_code == E.NONE
+
+
+def test_listings_leave_out_what_alice_may_not_describe(broker: Secured) -> None:
+    """ListGroups without DESCRIBE on the cluster lists only groups she may describe;
+    OffsetFetch of every committed offset leaves out topics she may not describe; a topic
+    asked for by id in DeleteTopics that she may not describe is an unknown id."""
+    with RawClient(broker.admin) as admin, RawClient(broker.alice) as alice:
+        response = create_topic(admin, "listed-visible")
+        create_topic(admin, "listed-hidden")
+        hidden_id = next(
+            t.topic_id
+            for t in admin.request(
+                ApiKey.METADATA,
+                12,
+                {
+                    "topics": [{"name": "listed-hidden", "topic_id": None}],
+                    "allow_auto_topic_creation": False,
+                    "include_topic_authorized_operations": False,
+                },
+            ).topics
+        )
+        assert response.topics[0].error_code == E.NONE
+        for group in ("listed-mine", "listed-other"):
+            wait_for_coordinator(admin, group)
+            assert _offset_commit(admin, "listed-visible", group) == E.NONE
+            assert _offset_commit(admin, "listed-hidden", group) == E.NONE
+        _allow(admin, GROUP, "listed-mine", DESCRIBE)
+        _allow(admin, TOPIC, "listed-visible", DESCRIBE)
+
+        groups = alice.request(ApiKey.LIST_GROUPS, 4, {"states_filter": []}).groups
+        assert {g.group_id for g in groups} == {"listed-mine"}
+        assert {
+            g.group_id for g in admin.request(ApiKey.LIST_GROUPS, 4, {"states_filter": []}).groups
+        } >= {
+            "listed-mine",
+            "listed-other",
+        }
+
+        request = {"groups": [{"group_id": "listed-mine", "topics": None}], "require_stable": False}
+        answer = alice.request(ApiKey.OFFSET_FETCH, 8, request).groups[0]
+        assert answer.error_code == E.NONE
+        assert [t.name for t in answer.topics] == ["listed-visible"]
+
+        delete = {"topics": [{"name": None, "topic_id": hidden_id}], "timeout": 30000}
+        result = alice.request(ApiKey.DELETE_TOPICS, 6, delete).responses[0]
+        assert (result.error_code, result.name) == (E.UNKNOWN_TOPIC_ID, None)
