@@ -81,8 +81,12 @@ def _grants(acl: AclBinding, operation: AclOperation) -> bool:
 
 @dataclass
 class _TypeIndex:
+    """One resource type's ACLs by name: a resource's prefixed ACLs are found by looking up
+    each prefix of its name (as many lookups as its name has characters, whatever the
+    number of ACLs)."""
+
     literal: dict[str, list[AclBinding]] = field(default_factory=lambda: defaultdict(list))
-    prefixed: list[AclBinding] = field(default_factory=list)
+    prefixed: dict[str, list[AclBinding]] = field(default_factory=lambda: defaultdict(list))
 
 
 class StandardAuthorizer:
@@ -98,7 +102,7 @@ class StandardAuthorizer:
         for acl in acls:
             index = self._index[acl.resource_type]
             if acl.pattern_type == PatternType.PREFIXED:
-                index.prefixed.append(acl)
+                index.prefixed[acl.resource_name].append(acl)
             else:
                 index.literal[acl.resource_name].append(acl)
 
@@ -112,7 +116,9 @@ class StandardAuthorizer:
         found = list(index.literal.get(name, ()))
         if name != WILDCARD:
             found.extend(index.literal.get(WILDCARD, ()))
-        found.extend(acl for acl in index.prefixed if name.startswith(acl.resource_name))
+        if index.prefixed:
+            for end in range(1, len(name) + 1):
+                found.extend(index.prefixed.get(name[:end], ()))
         return found
 
     @staticmethod
@@ -157,10 +163,11 @@ class StandardAuthorizer:
         if self.is_super_user(caller.principal):
             return True
         index = self._index.get(resource_type)
-        acls = [] if index is None else [*index.prefixed]
+        acls: list[AclBinding] = []
         if index is not None:
-            for entries in index.literal.values():
-                acls.extend(entries)
+            for group in (index.prefixed, index.literal):
+                for entries in group.values():
+                    acls.extend(entries)
         mine = [a for a in acls if self._concerns(a, caller) and _grants(a, operation)]
         denies = [a for a in mine if a.permission == AclPermissionType.DENY]
         deny_literal = {d.resource_name for d in denies if d.pattern_type == PatternType.LITERAL}

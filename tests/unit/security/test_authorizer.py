@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from brook.security.acl import (
     AclBinding,
@@ -148,3 +150,60 @@ def test_authorize_any_finds_an_allowed_topic_unless_a_deny_covers_it() -> None:
     )
     assert authorizer(open_=True).authorize_any(ALICE, Op.WRITE, TOPIC)
     assert not authorizer().authorize_any(ALICE, Op.WRITE, TOPIC)
+
+
+def _reference(acls: list[AclBinding], who: Caller, op: AclOperation, name: str) -> bool:
+    """Kafka's rules written out plainly over every ACL (no index)."""
+    implied = {
+        Op.DESCRIBE: {Op.READ, Op.WRITE, Op.DELETE, Op.ALTER},
+        Op.DESCRIBE_CONFIGS: {Op.ALTER_CONFIGS},
+    }
+    applying = [
+        a
+        for a in acls
+        if a.resource_type == TOPIC
+        and (
+            (a.pattern_type == PatternType.LITERAL and a.resource_name in (name, "*"))
+            or (a.pattern_type == PatternType.PREFIXED and name.startswith(a.resource_name))
+        )
+    ]
+    if not applying:
+        return False
+    mine = [
+        a
+        for a in applying
+        if a.principal in (str(who.principal), "User:*") and a.host in (who.host, "*")
+    ]
+    if any(a.permission == AclPermissionType.DENY and a.operation in (op, Op.ALL) for a in mine):
+        return False
+    return any(
+        a.permission == AclPermissionType.ALLOW
+        and (a.operation in (op, Op.ALL) or a.operation in implied.get(op, set()))
+        for a in mine
+    )
+
+
+_names = st.sampled_from(["", "o", "or", "ord", "orders", "orders-eu", "*", "x"])
+_acls = st.builds(
+    AclBinding,
+    st.sampled_from([TOPIC, ResourceType.GROUP]),
+    _names.filter(bool),
+    st.sampled_from([PatternType.LITERAL, PatternType.PREFIXED]),
+    st.sampled_from(["User:alice", "User:bob", "User:*"]),
+    st.sampled_from(["*", "10.0.0.1", "10.0.0.2"]),
+    st.sampled_from([op for op in Op if op not in (Op.UNKNOWN, Op.ANY)]),
+    st.sampled_from([AclPermissionType.ALLOW, AclPermissionType.DENY]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    acls=st.lists(_acls, max_size=8),
+    who=st.sampled_from([ALICE, BOB]),
+    op=st.sampled_from([op for op in Op if op not in (Op.UNKNOWN, Op.ANY, Op.ALL)]),
+    name=_names.filter(lambda n: n not in ("", "*")),
+)
+def test_the_indexed_authorizer_decides_as_the_plain_rules(
+    acls: list[AclBinding], who: Caller, op: AclOperation, name: str
+) -> None:
+    assert authorizer(*acls).authorize(who, op, TOPIC, name) is _reference(acls, who, op, name)
