@@ -48,6 +48,8 @@ _IMPLIES_DESCRIBE = frozenset(
         AclOperation.ALTER,
     }
 )
+# Decisions remembered per authorizer (one per ACL set); forgotten all at once when full.
+_MAX_DECISIONS = 100_000
 _IMPLIES_DESCRIBE_CONFIGS = frozenset({AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS})
 
 
@@ -98,6 +100,7 @@ class StandardAuthorizer:
     ) -> None:
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_everyone_if_no_acl_found
+        self._decisions: dict[tuple[Caller, AclOperation, ResourceType, str], bool] = {}
         self._index: dict[ResourceType, _TypeIndex] = defaultdict(_TypeIndex)
         for acl in acls:
             index = self._index[acl.resource_type]
@@ -128,6 +131,20 @@ class StandardAuthorizer:
         return acl.host == WILDCARD or acl.host == caller.host
 
     def authorize(
+        self, caller: Caller, operation: AclOperation, resource_type: ResourceType, name: str
+    ) -> bool:
+        """Memoized: a decision depends only on the ACLs, which this object never changes
+        (the node builds a new one when they change)."""
+        key = (caller, operation, resource_type, name)
+        decided = self._decisions.get(key)
+        if decided is None:
+            decided = self._decide(caller, operation, resource_type, name)
+            if len(self._decisions) >= _MAX_DECISIONS:
+                self._decisions.clear()
+            self._decisions[key] = decided
+        return decided
+
+    def _decide(
         self, caller: Caller, operation: AclOperation, resource_type: ResourceType, name: str
     ) -> bool:
         if self.is_super_user(caller.principal):

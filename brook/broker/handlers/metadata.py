@@ -179,7 +179,12 @@ def _topic(
         # Kafka flags a name it does not host by the name alone (Topic.isInternal).
         "is_internal": is_internal(name),
         "partitions": (),
-        "topic_authorized_operations": INT32_MIN,
+        # Kafka reports them for every topic the caller may describe, found or not
+        "topic_authorized_operations": (
+            authz.authorized_operations(ctx, TOPIC, info.name if info else name)
+            if wants_ops and (info is not None or name)
+            else INT32_MIN
+        ),
     }
     if info is None:
         if name:
@@ -206,8 +211,6 @@ def _topic(
                 "offline_replicas": tuple(r for r in p.replicas if r not in alive),
             }
         )
-    if wants_ops:
-        entry["topic_authorized_operations"] = authz.authorized_operations(ctx, TOPIC, info.name)
     entry.update(
         error_code=Errors.NONE,
         name=info.name,
