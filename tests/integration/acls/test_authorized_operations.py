@@ -81,3 +81,18 @@ def test_group_operations_in_describe_groups(secured: Secured) -> None:
         request["include_authorized_operations"] = False
         group = alice.request(ApiKey.DESCRIBE_GROUPS, 5, request).groups[0]
         assert group.authorized_operations == NOT_ASKED
+
+
+def test_a_missing_topic_alice_may_describe_reports_her_operations(secured: Secured) -> None:
+    """Kafka reports authorized operations for every topic the caller may describe, found or
+    not; a topic she may not describe reports none."""
+    with RawClient(secured.admin) as admin, RawClient(secured.alice) as alice:
+        _allow(admin, 2, "ghost", DESCRIBE)
+        request = {
+            "topics": [{"name": "ghost", "topic_id": None}, {"name": "other", "topic_id": None}],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": True,
+        }
+        ghost, other = alice.request(ApiKey.METADATA, 12, request).topics
+        assert (ghost.error_code, ghost.topic_authorized_operations) == (3, bits(DESCRIBE))
+        assert (other.error_code, other.topic_authorized_operations) == (29, NOT_ASKED)
