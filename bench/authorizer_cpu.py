@@ -19,12 +19,16 @@ import socket
 import statistics
 import tempfile
 import time
+import timeit
 from pathlib import Path
 from typing import Any
 
 from brook.protocol.api import request_class
 from brook.protocol.build import build
 from brook.protocol.framing import encode_kio, encode_request
+from brook.security.acl import AclOperation, ResourceType, binding_of
+from brook.security.authorizer import Caller, StandardAuthorizer
+from brook.security.principal import KafkaPrincipal
 
 from .common import BrookProcess, free_port, machine, process_cpu_seconds, save
 from .request_cpu import TOPIC, _create_topic, _fetch_frames, _produce_frames, _pump
@@ -93,6 +97,29 @@ def _measure(
     return out
 
 
+def decision_cost_us(acls: int, number: int = 100_000) -> dict[str, float]:
+    """One decision in-process over the same ACL set: first time (decided) and repeated
+    (remembered)."""
+    bindings = [
+        binding_of(2, TOPIC, 3, "User:alice", "*", 4, 3),
+        binding_of(2, TOPIC, 3, "User:alice", "*", 3, 3),
+    ]
+    for i in range(acls):
+        if i % 2:
+            bindings.append(binding_of(2, f"other-{i}", 3, f"User:u{i}", "*", 3, 3))
+        else:
+            bindings.append(binding_of(2, f"{TOPIC[:2]}{i}-", 4, f"User:u{i}", "*", 4, 3))
+    authorizer = StandardAuthorizer(bindings)
+    alice = Caller(KafkaPrincipal("User", "alice"), "127.0.0.1")
+    args = (alice, AclOperation.WRITE, ResourceType.TOPIC, TOPIC)
+    decided = timeit.timeit(lambda: authorizer._decide(*args), number=number)
+    remembered = timeit.timeit(lambda: authorizer.authorize(*args), number=number)
+    return {
+        "decided_us": round(decided / number * 1e6, 2),
+        "remembered_us": round(remembered / number * 1e6, 2),
+    }
+
+
 def run(requests: int, rounds: int, acls: int) -> dict[str, Any]:
     samples: dict[str, dict[str, list[float]]] = {"off": {}, "on": {}}
     for r in range(rounds):
@@ -106,10 +133,13 @@ def run(requests: int, rounds: int, acls: int) -> dict[str, Any]:
         mode: {name: round(statistics.median(v), 1) for name, v in by_api.items()}
         for mode, by_api in samples.items()
     }
+    decision = decision_cost_us(acls)
+    print(f"one decision in-process: {decision}")
     return {
         "requests": requests,
         "rounds": rounds,
         "acls": acls,
+        "decision": decision,
         "machine": machine(),
         "raw": samples,
         "summary_cpu_us_per_request": summary,
