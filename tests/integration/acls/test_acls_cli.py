@@ -3,6 +3,7 @@ what they allow checked with real clients (confluent-kafka) as User:alice."""
 
 from __future__ import annotations
 
+import io
 import time
 import uuid
 
@@ -163,3 +164,18 @@ def test_bad_flags_and_refusals_are_reported(
     assert code == 1 and "Invalid operation: Fly" in out
     code, out = _tool(capsys, secured.alice, "--list")
     assert code == 1 and "CLUSTER_AUTHORIZATION_FAILED" in out
+
+
+def test_remove_asks_first_unless_forced(
+    secured: Secured, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = f"asked-{uuid.uuid4().hex[:6]}"
+    grant = ("--allow-principal", "User:alice", "--operation", "Read", "--topic", topic)
+    assert _tool(capsys, secured.admin, "--add", *grant)[0] == 0
+    monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
+    code, out = _tool(capsys, secured.admin, "--remove", *grant)
+    assert code == 0 and "Are you sure you want to remove ACLs" in out
+    assert "operation=READ" in _tool(capsys, secured.admin, "--list", "--topic", topic)[1]
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))
+    assert _tool(capsys, secured.admin, "--remove", *grant)[0] == 0
+    assert "operation=READ" not in _tool(capsys, secured.admin, "--list", "--topic", topic)[1]
