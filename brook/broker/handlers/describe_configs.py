@@ -149,6 +149,9 @@ def describe_broker(
     return entries
 
 
+BROKER_LOGGER = 8  # not served (INVALID_REQUEST), but authorized first, as Kafka does
+
+
 def config_refusal(
     ctx: RequestContext, resource_type: int, name: str, *, describe: bool
 ) -> tuple[int, str] | None:
@@ -158,7 +161,8 @@ def config_refusal(
     topic = resource_type == ConfigResourceType.TOPIC
     if topic and not authz.authorize(ctx, op, ResourceType.TOPIC, name):
         return Errors.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
-    if resource_type == ConfigResourceType.BROKER and not authz.authorize_cluster(ctx, op):
+    cluster_wide = resource_type in (ConfigResourceType.BROKER, BROKER_LOGGER)
+    if cluster_wide and not authz.authorize_cluster(ctx, op):
         return Errors.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
     return None
 
