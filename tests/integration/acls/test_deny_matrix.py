@@ -38,6 +38,23 @@ def _produce(raw: RawClient, topic: str, group: str) -> int:
     return response.responses[0].partition_responses[0].error_code
 
 
+def _transactional_produce(raw: RawClient, topic: str, group: str) -> int:
+    """WRITE on the topic is granted by the row; the transactional id is what is asked."""
+    request = {
+        "transactional_id": f"{group}-tx",
+        "acks": -1,
+        "timeout": 30000,
+        "topic_data": [
+            {
+                "name": topic,
+                "partition_data": [{"index": 0, "records": build_simple_batch([b"v"])}],
+            }
+        ],
+    }
+    response = raw.request(ApiKey.PRODUCE, 9, request)
+    return response.responses[0].partition_responses[0].error_code
+
+
 def _fetch(raw: RawClient, topic: str, group: str) -> int:
     return fetch(raw, topic, 0, 0).responses[0].partitions[0].error_code
 
@@ -114,6 +131,21 @@ def _offset_fetch(raw: RawClient, topic: str, group: str) -> int:
 def _find_coordinator(raw: RawClient, topic: str, group: str) -> int:
     request = {"key_type": 0, "coordinator_keys": [group]}
     return raw.request(ApiKey.FIND_COORDINATOR, 4, request).coordinators[0].error_code
+
+
+def _find_transaction_coordinator(raw: RawClient, topic: str, group: str) -> int:
+    request = {"key_type": 1, "coordinator_keys": [f"{group}-tx"]}
+    return raw.request(ApiKey.FIND_COORDINATOR, 4, request).coordinators[0].error_code
+
+
+def _init_transactional_producer_id(raw: RawClient, topic: str, group: str) -> int:
+    request = {
+        "transactional_id": f"{group}-tx",
+        "transaction_timeout": 60000,
+        "producer_id": -1,
+        "producer_epoch": -1,
+    }
+    return raw.request(ApiKey.INIT_PRODUCER_ID, 4, request).error_code
 
 
 def _describe_groups(raw: RawClient, topic: str, group: str) -> int:
@@ -319,6 +351,28 @@ def _replica_offset_for_leader_epoch(raw: RawClient, topic: str, group: str) -> 
 
 ROWS = [
     Row("produce", [(TOPIC, "{t}", WRITE)], _produce, E.TOPIC_AUTHORIZATION_FAILED),
+    Row(
+        "transactional-produce",
+        [(TXN, "{g}-tx", WRITE)],
+        _transactional_produce,
+        E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        allowed=E.TOPIC_AUTHORIZATION_FAILED,  # the id passes; the topic is asked next
+    ),
+    # Brook serves no transactions: once authorized, the coordinator is not available
+    Row(
+        "find-transaction-coordinator",
+        [(TXN, "{g}-tx", DESCRIBE)],
+        _find_transaction_coordinator,
+        E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        allowed=E.COORDINATOR_NOT_AVAILABLE,
+    ),
+    Row(
+        "init-transactional-producer-id",
+        [(TXN, "{g}-tx", WRITE)],
+        _init_transactional_producer_id,
+        E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        allowed=E.COORDINATOR_NOT_AVAILABLE,
+    ),
     Row("fetch", [(TOPIC, "{t}", READ)], _fetch, E.TOPIC_AUTHORIZATION_FAILED),
     Row("list-offsets", [(TOPIC, "{t}", DESCRIBE)], _list_offsets, E.TOPIC_AUTHORIZATION_FAILED),
     Row("metadata", [(TOPIC, "{t}", DESCRIBE)], _metadata, E.TOPIC_AUTHORIZATION_FAILED),
