@@ -14,10 +14,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from brook.protocol.api import ApiKey
-from brook.security.acl import CLUSTER_NAME, AclOperation, ResourceType
+from brook.security.acl import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
 from brook.security.authorizer import Caller, StandardAuthorizer, parse_super_users
-
-from .handlers.common import CLUSTER_OPERATIONS, GROUP_OPERATIONS, TOPIC_OPERATIONS
 
 if TYPE_CHECKING:
     from brook.metadata.image import MetadataImage
@@ -25,11 +23,7 @@ if TYPE_CHECKING:
     from .registry import RequestContext
 
 # Without an authorizer Kafka reports every operation of the type as allowed.
-_ALL_ALLOWED = {
-    ResourceType.TOPIC: TOPIC_OPERATIONS,
-    ResourceType.GROUP: GROUP_OPERATIONS,
-    ResourceType.CLUSTER: CLUSTER_OPERATIONS,
-}
+_ALL_ALLOWED = {rtype: sum(1 << op for op in ops) for rtype, ops in SUPPORTED_OPERATIONS.items()}
 
 
 class NodeAuthorizer:
