@@ -13,6 +13,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
@@ -109,6 +110,26 @@ def test_an_acl_created_through_one_node_is_enforced_on_every_node(cluster: Loca
     cluster.wait_metadata_caught_up()
     for node in cluster.brokers:
         assert _describe_code(node.broker_address, topic) == Errors.NONE, node.node_id
+
+    # acks=all through the leader: the followers (User:alice with CLUSTER_ACTION) replicate
+    write = AclBinding(
+        ResourceType.TOPIC,
+        topic,
+        ResourcePatternType.LITERAL,
+        "User:alice",
+        "*",
+        AclOperation.WRITE,
+        AclPermissionType.ALLOW,
+    )
+    assert via.create_acls([write])[write].result(30) is None
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "message.timeout.ms": 30000}
+    )
+    delivered: list[object] = []
+    for i in range(3):
+        producer.produce(topic, b"v", partition=i, on_delivery=lambda e, _m: delivered.append(e))
+    assert producer.flush(40) == 0
+    assert delivered == [None, None, None]
 
     deny = AclBinding(
         ResourceType.TOPIC,
