@@ -82,7 +82,7 @@ def test_a_caller_without_alter_on_the_cluster_cannot_touch_acls(secured: Secure
     with pytest.raises(KafkaException) as created:
         admin.create_acls([read])[read].result(15)
     assert created.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
-    # (confluent-kafka 2.16's describe_acls drops DescribeAcls' top-level error: ask directly)
+    # (librdkafka's DescribeAcls parser drops the response's top-level error: ask directly)
     with RawClient(secured.alice) as raw:
         described = raw.request(ApiKey.DESCRIBE_ACLS, 3, ANY_FILTER)
     assert described.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
