@@ -10,6 +10,7 @@ client's address.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from brook.metadata.image import MetadataImage
 
     from .registry import RequestContext
+
+audit = logging.getLogger("brook.authorizer")
 
 # Without an authorizer Kafka reports every operation of the type as allowed.
 _ALL_ALLOWED = {rtype: sum(1 << op for op in ops) for rtype, ops in SUPPORTED_OPERATIONS.items()}
@@ -59,11 +62,27 @@ def enabled(ctx: RequestContext) -> bool:
     return ctx.broker.authorizer is not None
 
 
+def _denied(who: Caller, op: AclOperation, rtype: ResourceType, name: str) -> None:
+    """Kafka's authorizer log line for a denial (at DEBUG on ``brook.authorizer``)."""
+    audit.debug(
+        "Principal = %s is Denied operation = %s from host = %s on resource = %s:%s",
+        who.principal,
+        op.name,
+        who.host,
+        rtype.name,
+        name,
+    )
+
+
 def authorize(ctx: RequestContext, op: AclOperation, rtype: ResourceType, name: str) -> bool:
     authorizer = ctx.broker.authorizer
     if authorizer is None:
         return True
-    return authorizer.current().authorize(caller(ctx), op, rtype, name)
+    who = caller(ctx)
+    allowed = authorizer.current().authorize(who, op, rtype, name)
+    if not allowed:
+        _denied(who, op, rtype, name)
+    return allowed
 
 
 def authorize_cluster(ctx: RequestContext, op: AclOperation) -> bool:
@@ -86,7 +105,10 @@ def allowed_names(
     if authorizer is None:
         return unique
     current, who = authorizer.current(), caller(ctx)
-    return {n for n in unique if current.authorize(who, op, rtype, n)}
+    allowed = {n for n in unique if current.authorize(who, op, rtype, n)}
+    for name in unique - allowed:
+        _denied(who, op, rtype, name)
+    return allowed
 
 
 def authorized_operations(ctx: RequestContext, rtype: ResourceType, name: str) -> int:

@@ -3,7 +3,12 @@ whenever its ACLs change; and the test-only listener principals."""
 
 from __future__ import annotations
 
-from brook.broker.authz import node_authorizer
+import logging
+from types import SimpleNamespace
+
+import pytest
+
+from brook.broker.authz import authorize, node_authorizer
 from brook.broker.listener_principals import listener_principals
 from brook.config.server import parse_server_config
 from brook.metadata.acl_control import create_acls, delete_acls
@@ -48,3 +53,20 @@ def test_listener_principals_are_read_by_listener_name() -> None:
         "PLAINTEXT": KafkaPrincipal("User", "admin"),
         "ALICE": KafkaPrincipal("User", "alice"),
     }
+
+
+def test_a_denial_is_logged_as_kafkas_authorizer_logs_it(caplog: pytest.LogCaptureFixture) -> None:
+    image = MetadataImage()
+    authorizer = node_authorizer(parse_server_config(ON), lambda: image)
+    alice = KafkaPrincipal("User", "alice")
+    ctx = SimpleNamespace(
+        broker=SimpleNamespace(authorizer=authorizer),
+        connection=SimpleNamespace(peer="10.1.2.3:5555", principal=alice),
+        principal=alice,
+    )
+    with caplog.at_level(logging.DEBUG, logger="brook.authorizer"):
+        assert not authorize(ctx, AclOperation.WRITE, ResourceType.TOPIC, "t")  # type: ignore[arg-type]
+    assert caplog.messages == [
+        "Principal = User:alice is Denied operation = WRITE from host = 10.1.2.3 "
+        "on resource = TOPIC:t"
+    ]
