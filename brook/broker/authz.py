@@ -15,8 +15,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from brook.protocol.api import ApiKey
+from brook.protocol.errors import Errors
 from brook.security.acl import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType
 from brook.security.authorizer import Caller, StandardAuthorizer, parse_super_users
+
+from .refusals import refusal_response
 
 if TYPE_CHECKING:
     from brook.metadata.image import MetadataImage
@@ -145,3 +148,9 @@ def controller_listener_refusal(ctx: RequestContext) -> str | None:
     if authorize_cluster(ctx, op):
         return None
     return f"{ctx.principal} may not {op.name} on the cluster (needed on the controller listener)"
+
+
+def refused_whole(api_key: int, version: int, request: Any, reason: str) -> dict[str, Any]:
+    """The controller listener's answer to a request ``controller_listener_refusal``
+    refused: CLUSTER_AUTHORIZATION_FAILED, as Kafka's ControllerApis answers."""
+    return refusal_response(api_key, version, request, Errors.CLUSTER_AUTHORIZATION_FAILED, reason)

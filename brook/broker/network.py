@@ -42,7 +42,7 @@ from brook.protocol.framing import (
 from brook.protocol.primitives import INT16, INT32
 from brook.security.principal import ANONYMOUS, KafkaPrincipal
 
-from .authz import controller_listener_refusal
+from .authz import controller_listener_refusal, refused_whole
 from .memory_pool import RequestMemoryPool
 from .registry import BROKER, TABLES, RequestContext, Response
 
@@ -284,7 +284,8 @@ class Connection(asyncio.BufferedProtocol):
         )
         refusal = controller_listener_refusal(ctx)
         if refusal is not None:
-            self.close(refusal)
+            log.info("refused %s from %s: %s", api_name(api_key), self.peer, refusal)
+            self._send(ctx, refused_whole(api_key, version, request, refusal))
             return None
         try:
             response = spec.fn(ctx, request)

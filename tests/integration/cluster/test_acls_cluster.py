@@ -150,8 +150,9 @@ def test_the_controller_listener_serves_only_principals_with_cluster_action(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """Brook forwards to the controller as the node itself, so the controller listener asks
-    CLUSTER_ACTION of whoever connects (ApiVersions excepted); anyone else is disconnected
-    with the reason logged, and the node goes on serving."""
+    CLUSTER_ACTION of whoever connects (ApiVersions excepted): anyone else gets
+    CLUSTER_AUTHORIZATION_FAILED, as from Kafka's ControllerApis, with the refusal logged,
+    and the connection and the node go on serving."""
     overrides = {
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "brook.test.listener.principals": "CONTROLLER=User:mallory",
@@ -167,14 +168,32 @@ def test_the_controller_listener_serves_only_principals_with_cluster_action(
                 {"client_software_name": "t", "client_software_version": "1"},
             )
             assert versions.error_code == Errors.NONE
-            raw.request(
+            topic = {
+                "name": "t",
+                "num_partitions": 1,
+                "replication_factor": 1,
+                "assignments": [],
+                "configs": [],
+            }
+            created = raw.request(
                 ApiKey.CREATE_TOPICS,
                 7,
-                {"topics": [], "timeout": 1000, "validate_only": False},
-                expect_response=False,
+                {"topics": [topic], "timeout": 1000, "validate_only": False},
             )
-            assert raw.is_closed()
+            assert [(t.name, t.error_code) for t in created.topics] == [
+                ("t", Errors.CLUSTER_AUTHORIZATION_FAILED)
+            ]
+            quorum = raw.request(
+                ApiKey.DESCRIBE_QUORUM,
+                2,
+                {
+                    "topics": [
+                        {"topic_name": "__cluster_metadata", "partitions": [{"partition_index": 0}]}
+                    ]
+                },
+            )
+            assert quorum.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
         log = node.log_path.read_text()
         assert "User:mallory may not CLUSTER_ACTION on the cluster" in log
-        # the broker listener (User:ANONYMOUS, no ACL) still answers, with Kafka's refusal
+        # the broker listener (User:ANONYMOUS, no ACL) still answers, with its own refusal
         assert _describe_code(node.broker_address, "t") == Errors.TOPIC_AUTHORIZATION_FAILED
