@@ -38,17 +38,23 @@ class NodeAuthorizer:
         self.super_users = parse_super_users(config["super.users"])
         self.allow_if_no_acl = bool(config["allow.everyone.if.no.acl.found"])
         self._image_of = image_of
-        self._built: tuple[int, int] | None = None
+        # the image (itself, not its id, which a new image could reuse) and ACL version built from
+        self._built: tuple[MetadataImage, int] | None = None
         self._authorizer: StandardAuthorizer | None = None
 
     def current(self) -> StandardAuthorizer:
         image: MetadataImage = self._image_of()
-        key = (id(image), image.acls_version)
-        if self._authorizer is None or self._built != key:
+        built = self._built
+        if (
+            self._authorizer is None
+            or built is None
+            or built[0] is not image
+            or built[1] != image.acls_version
+        ):
             self._authorizer = StandardAuthorizer(
                 image.acls.values(), self.super_users, self.allow_if_no_acl
             )
-            self._built = key
+            self._built = (image, image.acls_version)
         return self._authorizer
 
 

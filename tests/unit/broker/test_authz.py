@@ -70,3 +70,18 @@ def test_a_denial_is_logged_as_kafkas_authorizer_logs_it(caplog: pytest.LogCaptu
         "Principal = User:alice is Denied operation = WRITE from host = 10.1.2.3 "
         "on resource = TOPIC:t"
     ]
+
+
+def test_a_new_image_gets_a_new_authorizer() -> None:
+    """After a snapshot is loaded the node's image is another object: its ACLs count, even
+    at the same ACL version."""
+    images = [MetadataImage()]
+    authorizer = node_authorizer(parse_server_config(ON), lambda: images[-1])
+    assert authorizer is not None
+    read = (ALICE, AclOperation.READ, ResourceType.TOPIC, "t")
+    assert not authorizer.current().authorize(*read)
+    loaded = MetadataImage()
+    _apply(loaded, create_acls(loaded, [binding_of(2, "t", 3, "User:alice", "*", 3, 3)])[0])
+    loaded.acls_version = images[0].acls_version
+    images.append(loaded)
+    assert authorizer.current().authorize(*read)
