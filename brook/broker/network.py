@@ -42,6 +42,7 @@ from brook.protocol.framing import (
 from brook.protocol.primitives import INT16, INT32
 from brook.security.principal import ANONYMOUS, KafkaPrincipal
 
+from .authz import controller_listener_refusal, refused_whole
 from .memory_pool import RequestMemoryPool
 from .registry import BROKER, TABLES, RequestContext, Response
 
@@ -77,7 +78,7 @@ class Connection(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         # Who this connection's requests are made by; authentication replaces it.
-        self.principal: KafkaPrincipal = ANONYMOUS
+        self.principal: KafkaPrincipal = broker.test_principals.get(listener, ANONYMOUS)
         self._pool = server.memory_pool
         self._reader = FrameAssembler(
             self.max_request_size,
@@ -281,6 +282,11 @@ class Connection(asyncio.BufferedProtocol):
             self.listener,
             self.scope,
         )
+        refusal = controller_listener_refusal(ctx)
+        if refusal is not None:
+            log.info("refused %s from %s: %s", api_name(api_key), self.peer, refusal)
+            self._send(ctx, refused_whole(api_key, version, request, refusal))
+            return None
         try:
             response = spec.fn(ctx, request)
             if inspect.isawaitable(response):

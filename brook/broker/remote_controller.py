@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from brook.metadata.acl_control import AclDeletion, AclOutcome
 from brook.metadata.controller import ConfigOp, CreatedTopic, CreateTopicSpec, Outcome
 from brook.metadata.controller_api import (
     BrokerHeartbeat,
@@ -32,6 +33,7 @@ from brook.metadata.quorum_controller import QuorumController
 from brook.net.connection import NodeChannels, NodeUnavailable
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
+from brook.security.acl import AclBinding, AclBindingFilter
 
 from .handlers import (
     allocate_producer_ids,
@@ -40,8 +42,10 @@ from .handlers import (
     alter_partition_reassignments,
     broker_heartbeat,
     broker_registration,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_topics,
     describe_quorum,
     elect_leaders,
@@ -224,6 +228,26 @@ class RemoteController:
             ProducerIdBlock(broker_id, response.producer_id_start, response.producer_id_len)
         )
 
+    async def create_acls(self, bindings: Sequence[AclBinding]) -> Committed[list[AclOutcome]]:
+        response = await self._send(
+            ApiKey.CREATE_ACLS,
+            create_acls.REMOTE_VERSION,
+            create_acls.request_of(list(bindings)),
+            lambda r: _all_refused(x.error_code for x in r.results),
+        )
+        return await self._committed(create_acls.results_of(response))
+
+    async def delete_acls(
+        self, filters: Sequence[AclBindingFilter]
+    ) -> Committed[list[AclDeletion]]:
+        response = await self._send(
+            ApiKey.DELETE_ACLS,
+            delete_acls.REMOTE_VERSION,
+            delete_acls.request_of(list(filters)),
+            lambda r: _all_refused(x.error_code for x in r.filter_results),
+        )
+        return await self._committed(delete_acls.results_of(response))
+
     async def register_broker(self, registration: BrokerRegistration) -> Committed[int]:
         response = await self._send(
             ApiKey.BROKER_REGISTRATION,
@@ -328,6 +352,12 @@ class ControllerRouter:
 
     async def allocate_producer_ids(self, *args: Any) -> Any:
         return await self._call("allocate_producer_ids", *args)
+
+    async def create_acls(self, *args: Any) -> Any:
+        return await self._call("create_acls", *args)
+
+    async def delete_acls(self, *args: Any) -> Any:
+        return await self._call("delete_acls", *args)
 
     async def register_broker(self, *args: Any) -> Any:
         return await self._call("register_broker", *args)

@@ -43,9 +43,11 @@ from . import (
     faults,
     handlers,  # noqa: F401  (registers every API handler)
 )
+from .authz import NodeAuthorizer, node_authorizer
 from .fetch_session import FetchSessionCache
 from .group.coordinator import GroupCoordinator
 from .lifecycle import BrokerLifecycleManager
+from .listener_principals import listener_principals
 from .network import SocketServer
 from .producer_ids import ProducerIdManager
 from .registry import CONTROLLER
@@ -95,6 +97,9 @@ class Broker:
         # brook.fault.* delays (see faults.py): static values until the metadata is loaded
         self.fault_produce_delay_ms = int(config[PRODUCE_DELAY_KEY])
         self.fault_follower_fetch_delay_ms = int(config[FOLLOWER_FETCH_DELAY_KEY])
+        # authorizer.class.name: None allows everything; else ACLs from the metadata image
+        self.authorizer: NodeAuthorizer | None = node_authorizer(config, lambda: self.image)
+        self.test_principals = listener_principals(config)
         self._tasks: list[asyncio.Task[None]] = []
         self._stopping = asyncio.Event()
         self.roles: frozenset[str] = frozenset()

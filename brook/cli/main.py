@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "topics": ("brook.cli.topics", "create, delete, describe or change topics (kafka-topics)"),
     "configs": ("brook.cli.configs", "describe or alter topic and broker configs (kafka-configs)"),
+    "acls": ("brook.cli.acls", "add, remove or list ACLs (kafka-acls)"),
     "console-consumer": (
         "brook.cli.console_consumer",
         "print records to stdout (kafka-console-consumer)",

@@ -9,6 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from brook.security.authorizer import (
+    AUTHORIZER_CLASSES,
+    BROOK_AUTHORIZER,
+    STANDARD_AUTHORIZER,
+    parse_super_users,
+)
+from brook.security.principal import KafkaPrincipal
+
 from .defs import Config, ConfigDef, ConfigError, ConfigKey, Type, at_least, between, one_of
 from .topic import COMPRESSION_TYPES, LONG_MAX, SERVER_DEFAULT
 
@@ -17,6 +25,27 @@ _K = ConfigKey
 # The fault-injection delays of experiments (brook/broker/faults.py), dynamic broker configs.
 PRODUCE_DELAY_KEY = "brook.fault.produce.delay.ms"
 FOLLOWER_FETCH_DELAY_KEY = "brook.fault.follower.fetch.delay.ms"
+# Test only: the principal of every connection of a listener (brook/broker/listener_principals.py).
+TEST_PRINCIPALS_KEY = "brook.test.listener.principals"
+
+
+def _check_super_users(name: str, value: Any) -> None:
+    for principal in parse_super_users(value):
+        try:
+            KafkaPrincipal.parse(principal)
+        except ValueError as exc:
+            raise ConfigError(f"Invalid value {value} for configuration {name}: {exc}") from None
+
+
+def _check_test_principals(name: str, value: Any) -> None:
+    for entry in value or []:
+        listener, sep, principal = entry.partition("=")
+        try:
+            if not sep or not listener.strip():
+                raise ValueError("expected LISTENER=Type:name")
+            KafkaPrincipal.parse(principal.strip())
+        except ValueError as exc:
+            raise ConfigError(f"Invalid value {entry} for configuration {name}: {exc}") from None
 
 
 def _minus_one_or_at_least(low: int) -> Callable[[str, Any], None]:
@@ -566,6 +595,40 @@ SERVER_CONFIG = ConfigDef(
             at_least(0),
             "Fault injection: the replica fetcher waits this long before each fetch it sends as "
             "a follower (for experiments); a dynamic broker config, like the produce delay",
+        ),
+        # authorization (brook/security/authorizer.py)
+        _K(
+            "authorizer.class.name",
+            Type.CLASS,
+            "",
+            one_of("", *AUTHORIZER_CLASSES),
+            "The authorizer: empty for none (every request allowed), or Kafka's "
+            f"{STANDARD_AUTHORIZER} (also accepted as {BROOK_AUTHORIZER}), whose ACLs "
+            "live in the metadata log",
+        ),
+        _K(
+            "super.users",
+            Type.STRING,
+            "",
+            _check_super_users,
+            "Principals allowed everything by the authorizer, separated by semicolons "
+            "(User:admin;User:broker)",
+        ),
+        _K(
+            "allow.everyone.if.no.acl.found",
+            Type.BOOLEAN,
+            False,
+            None,
+            "Whether the authorizer allows an operation on a resource no ACL applies to",
+        ),
+        _K(
+            TEST_PRINCIPALS_KEY,
+            Type.LIST,
+            [],
+            _check_test_principals,
+            "Test only, until SASL and TLS authenticate connections: LISTENER=Type:name pairs "
+            "giving every connection of a PLAINTEXT listener that principal instead of "
+            "User:ANONYMOUS",
         ),
         # accepted for compatibility, no effect
         *(

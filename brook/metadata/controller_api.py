@@ -15,7 +15,9 @@ from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 from brook.protocol.errors import KafkaError
+from brook.security.acl import AclBinding, AclBindingFilter
 
+from .acl_control import AclDeletion, AclOutcome
 from .controller import ConfigOp, CreatedTopic, CreateTopicSpec, Outcome
 from .records import BrokerFeature, Endpoint
 
@@ -166,6 +168,16 @@ class ControllerApi(Protocol):
     async def allocate_producer_ids(
         self, broker_id: int, broker_epoch: int
     ) -> Committed[ProducerIdBlock]: ...
+
+    async def create_acls(self, bindings: Sequence[AclBinding]) -> Committed[list[AclOutcome]]:
+        """CreateAcls: one result per binding, in order."""
+        ...
+
+    async def delete_acls(
+        self, filters: Sequence[AclBindingFilter]
+    ) -> Committed[list[AclDeletion]]:
+        """DeleteAcls: one result per filter, with the ACLs it removed."""
+        ...
 
     async def register_broker(self, registration: BrokerRegistration) -> Committed[int]: ...
 

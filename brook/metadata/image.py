@@ -11,7 +11,10 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from brook.security.acl import AclBinding, binding_of
+
 from .records import (
+    AccessControlEntryRecord,
     BrokerFeature,
     BrokerRegistrationChangeRecord,
     ClusterIdRecord,
@@ -26,6 +29,7 @@ from .records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicRecord,
     UnregisterBrokerRecord,
@@ -93,7 +97,12 @@ class BrokerChanged:
     broker_id: int
 
 
-Change = PartitionChanged | TopicRemoved | ConfigChanged | BrokerChanged
+@dataclass(frozen=True)
+class AclsChanged:
+    pass
+
+
+Change = PartitionChanged | TopicRemoved | ConfigChanged | BrokerChanged | AclsChanged
 
 
 class ImageError(ValueError):
@@ -109,6 +118,9 @@ class MetadataImage:
         self.configs: dict[tuple[int, str], dict[str, str]] = {}
         self.features: dict[str, int] = {}
         self.next_producer_id = 0
+        # ACLs by their record id; ``acls_version`` moves on every change (authorizer caches)
+        self.acls: dict[uuid.UUID, AclBinding] = {}
+        self.acls_version = 0
         self.offset = -1  # last applied metadata log offset
 
     # ------------------------------------------------------------------ reads
@@ -145,6 +157,8 @@ class MetadataImage:
         other.configs = {key: dict(entries) for key, entries in self.configs.items()}
         other.features = dict(self.features)
         other.next_producer_id = self.next_producer_id
+        other.acls = dict(self.acls)
+        other.acls_version = self.acls_version
         other.offset = self.offset
         return other
 
@@ -187,6 +201,19 @@ class MetadataImage:
             out.extend(ConfigRecord(rtype, rname, k, v) for k, v in sorted(entries.items()))
         if self.next_producer_id:
             out.append(ProducerIdsRecord(-1, -1, self.next_producer_id))
+        for acl_id, acl in sorted(self.acls.items(), key=lambda item: item[0].bytes):
+            out.append(
+                AccessControlEntryRecord(
+                    acl_id,
+                    int(acl.resource_type),
+                    acl.resource_name,
+                    int(acl.pattern_type),
+                    acl.principal,
+                    acl.host,
+                    int(acl.operation),
+                    int(acl.permission),
+                )
+            )
         return out
 
     def digest(self) -> str:
@@ -288,6 +315,23 @@ class MetadataImage:
         if isinstance(record, ClusterIdRecord):
             self.cluster_id = record.cluster_id
             return []
+        if isinstance(record, AccessControlEntryRecord):
+            self.acls[record.id] = binding_of(
+                record.resource_type,
+                record.resource_name,
+                record.pattern_type,
+                record.principal,
+                record.host,
+                record.operation,
+                record.permission_type,
+            )
+            self.acls_version += 1
+            return [AclsChanged()]
+        if isinstance(record, RemoveAccessControlEntryRecord):
+            if self.acls.pop(record.id, None) is None:
+                return []
+            self.acls_version += 1
+            return [AclsChanged()]
         if isinstance(record, NoOpRecord):
             return []
         raise ImageError(f"unknown metadata record {type(record).__name__}")

@@ -26,8 +26,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from brook.protocol.errors import Errors, KafkaError
+from brook.security.acl import AclBinding, AclBindingFilter
 
-from . import quorum_acks
+from . import acl_control, quorum_acks
 from .broker_heartbeat import BrokerHeartbeatManager, BrokerState
 from .cluster_control import ClusterControl
 from .controller import PRODUCER_ID_BLOCK, ConfigOp, Controller, CreatedTopic, CreateTopicSpec
@@ -288,6 +289,23 @@ class QuorumController:
             ]
 
         return (await self._run(decide, write=False)).value
+
+    # ------------------------------------------------------------------ ACLs
+    async def create_acls(
+        self, bindings: Sequence[AclBinding]
+    ) -> Committed[list[acl_control.AclOutcome]]:
+        def decide(c: Controller, _: ClusterControl) -> tuple[Any, Any]:
+            return acl_control.create_acls(c.image, bindings)
+
+        return await self._run(decide)
+
+    async def delete_acls(
+        self, filters: Sequence[AclBindingFilter]
+    ) -> Committed[list[acl_control.AclDeletion]]:
+        def decide(c: Controller, _: ClusterControl) -> tuple[Any, Any]:
+            return acl_control.delete_acls(c.image, filters)
+
+        return await self._run(decide)
 
     async def allocate_producer_ids(
         self, broker_id: int, broker_epoch: int

@@ -52,6 +52,7 @@ __all__ = [
     "METADATA_TOPIC_ID",
     "NO_LEADER",
     "RECORD_TYPES",
+    "AccessControlEntryRecord",
     "BrokerFeature",
     "BrokerRegistrationChangeRecord",
     "ClusterIdRecord",
@@ -67,6 +68,7 @@ __all__ = [
     "ProducerIdsRecord",
     "RecordFormatError",
     "RegisterBrokerRecord",
+    "RemoveAccessControlEntryRecord",
     "RemoveTopicRecord",
     "TopicRecord",
     "UnregisterBrokerRecord",
@@ -261,6 +263,39 @@ class LegacyPartitionChangeRecord(PartitionChangeRecord):
 
 
 @dataclass(frozen=True)
+class AccessControlEntryRecord(MetadataRecord):
+    """One ACL (``brook.security.acl`` codes), named by a random uuid so that DeleteAcls can
+    remove exactly it."""
+
+    API_KEY: ClassVar[int] = 6
+    SCHEMA: ClassVar[tuple[Field, ...]] = (
+        Field("id", UUID),
+        Field("resource_type", INT8),
+        Field("resource_name", STRING),
+        Field("pattern_type", INT8),
+        Field("principal", STRING),
+        Field("host", STRING),
+        Field("operation", INT8),
+        Field("permission_type", INT8),
+    )
+    id: uuid.UUID
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+
+
+@dataclass(frozen=True)
+class RemoveAccessControlEntryRecord(MetadataRecord):
+    API_KEY: ClassVar[int] = 7
+    SCHEMA: ClassVar[tuple[Field, ...]] = (Field("id", UUID),)
+    id: uuid.UUID
+
+
+@dataclass(frozen=True)
 class FeatureLevelRecord(MetadataRecord):
     API_KEY: ClassVar[int] = 12
     SCHEMA: ClassVar[tuple[Field, ...]] = (Field("name", STRING), Field("feature_level", INT16))
@@ -332,6 +367,8 @@ RECORD_TYPES: dict[int, type[MetadataRecord]] = {
         PartitionRecord,
         ConfigRecord,
         PartitionChangeRecord,
+        AccessControlEntryRecord,
+        RemoveAccessControlEntryRecord,
         RemoveTopicRecord,
         FeatureLevelRecord,
         ProducerIdsRecord,

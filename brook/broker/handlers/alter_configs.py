@@ -1,5 +1,9 @@
 """AlterConfigs (33), v0-2: the legacy call whose entries replace all of a resource's
-dynamic overrides. Topic and broker (dynamic defaults of topic configs) resources."""
+dynamic overrides. Topic and broker (dynamic defaults of topic configs) resources.
+
+A topic needs ALTER_CONFIGS on it (TOPIC_AUTHORIZATION_FAILED), a broker ALTER_CONFIGS on the
+cluster (CLUSTER_AUTHORIZATION_FAILED); IncrementalAlterConfigs shares this.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from brook.protocol.api import ApiKey
 
 from ..controller_channel import call_controller
 from ..registry import BROKER, CONTROLLER, RequestContext, handler
+from .describe_configs import config_refusal
 
 REMOTE_VERSION = 2
 Resources = list[tuple[int, str, list[ConfigOp]]]
@@ -53,14 +58,25 @@ async def alter(
     incremental: bool,
     validate_only: bool,
 ) -> dict[str, Any]:
-    try:
-        outcomes = await call_controller(
-            ctx.broker,
-            lambda c: c.alter_configs(resources, incremental, validate_only),
-            local=ctx.on_controller_listener,
-        )
-    except ControllerError as exc:
-        outcomes = [Outcome(exc.error_code, exc.message) for _ in resources]
+    refused: dict[int, Outcome] = {}
+    if not ctx.on_controller_listener:
+        for i, (rtype, name, _) in enumerate(resources):
+            refusal = config_refusal(ctx, rtype, name, describe=False)
+            if refusal is not None:
+                refused[i] = Outcome(*refusal)
+    wanted = [r for i, r in enumerate(resources) if i not in refused]
+    decided: list[Outcome] = []
+    if wanted:
+        try:
+            decided = await call_controller(
+                ctx.broker,
+                lambda c: c.alter_configs(wanted, incremental, validate_only),
+                local=ctx.on_controller_listener,
+            )
+        except ControllerError as exc:
+            decided = [Outcome(exc.error_code, exc.message) for _ in wanted]
+    answers = iter(decided)
+    outcomes = [refused[i] if i in refused else next(answers) for i in range(len(resources))]
     responses = [
         {
             "error_code": o.error_code,

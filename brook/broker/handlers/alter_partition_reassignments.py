@@ -1,5 +1,8 @@
 """AlterPartitionReassignments (45), v0-1: start moving partitions to target replicas, or
-cancel (null replicas). A move completes once every added replica is in the ISR."""
+cancel (null replicas). A move completes once every added replica is in the ISR.
+
+Needs ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,9 @@ from brook.metadata.controller_api import ControllerError
 from brook.protocol.api import ApiKey
 from brook.protocol.build import to_ms
 from brook.protocol.errors import Errors
+from brook.security.acl import AclOperation
 
+from .. import authz
 from ..controller_channel import call_controller
 from ..registry import BROKER, CONTROLLER, RequestContext, handler
 
@@ -42,6 +47,14 @@ def results_of(response: Any) -> list[tuple[str, int, Outcome]]:
 
 @handler(ApiKey.ALTER_PARTITION_REASSIGNMENTS, (0, 1), scopes=(BROKER, CONTROLLER))
 async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if not ctx.on_controller_listener and not authz.authorize_cluster(ctx, AclOperation.ALTER):
+        return {
+            "throttle_time": 0,
+            "allow_replication_factor_change": True,
+            "error_code": Errors.CLUSTER_AUTHORIZATION_FAILED,
+            "error_message": "Cluster authorization failed.",
+            "responses": [],
+        }
     targets = [
         (t.name, p.partition_index, None if p.replicas is None else list(p.replicas))
         for t in request.topics

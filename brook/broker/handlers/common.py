@@ -1,9 +1,8 @@
-"""Helpers several handlers share: authorized-operation bitfields, topic auto-creation, and
-the KIP-951 leader hints filled into Produce and Fetch errors."""
+"""Helpers several handlers share: topic auto-creation, and the KIP-951 leader hints filled
+into Produce and Fetch errors (authorized-operation bitfields are ``brook.broker.authz``'s)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from brook.metadata.controller import CreateTopicSpec
@@ -16,35 +15,6 @@ if TYPE_CHECKING:
     from ..server import Broker
 
 INT32_MIN = -(2**31)
-
-# Kafka's AclOperation codes
-_READ, _WRITE, _CREATE, _DELETE, _ALTER, _DESCRIBE = 3, 4, 5, 6, 7, 8
-_CLUSTER_ACTION, _DESCRIBE_CONFIGS, _ALTER_CONFIGS, _IDEMPOTENT_WRITE = 9, 10, 11, 12
-
-
-def _bits(ops: Iterable[int]) -> int:
-    value = 0
-    for op in ops:
-        value |= 1 << op
-    return value
-
-
-# Without an authorizer every operation is allowed, as Kafka reports it.
-TOPIC_OPERATIONS = _bits(
-    [_READ, _WRITE, _CREATE, _DELETE, _ALTER, _DESCRIBE, _DESCRIBE_CONFIGS, _ALTER_CONFIGS]
-)
-CLUSTER_OPERATIONS = _bits(
-    [
-        _CREATE,
-        _ALTER,
-        _DESCRIBE,
-        _CLUSTER_ACTION,
-        _DESCRIBE_CONFIGS,
-        _ALTER_CONFIGS,
-        _IDEMPOTENT_WRITE,
-    ]
-)
-GROUP_OPERATIONS = _bits([_READ, _DELETE, _DESCRIBE])
 
 
 async def auto_create_topics(broker: Broker, names: list[str]) -> None:

@@ -1,7 +1,10 @@
 """CreatePartitions (37), v0-3: grow a topic to a new partition count, optionally with
 explicit replica assignments for the new partitions; validate_only. Internal topics are
 refused with INVALID_TOPIC_EXCEPTION, and a request adding more than 10,000 partitions in all
-gets POLICY_VIOLATION for every topic (see metadata/controller.py)."""
+gets POLICY_VIOLATION for every topic (see metadata/controller.py).
+
+Each topic needs ALTER (TOPIC_AUTHORIZATION_FAILED).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +14,10 @@ from brook.metadata.controller import Outcome
 from brook.metadata.controller_api import ControllerError
 from brook.protocol.api import ApiKey
 from brook.protocol.build import to_ms
+from brook.protocol.errors import Errors
+from brook.security.acl import AclOperation, ResourceType
 
+from .. import authz
 from ..controller_channel import call_controller
 from ..registry import BROKER, CONTROLLER, RequestContext, handler
 
@@ -47,15 +53,24 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
         )
         for t in request.topics
     ]
-    try:
-        outcomes = await call_controller(
-            ctx.broker,
-            lambda c: c.create_partitions(requests, bool(request.validate_only)),
-            to_ms(request.timeout),
-            local=ctx.on_controller_listener,
-        )
-    except ControllerError as exc:
-        outcomes = [Outcome(exc.error_code, exc.message) for _ in requests]
+    allowed = {r[0] for r in requests}
+    if not ctx.on_controller_listener:
+        allowed = authz.allowed_names(ctx, AclOperation.ALTER, ResourceType.TOPIC, allowed)
+    wanted = [r for r in requests if r[0] in allowed]
+    decided: list[Outcome] = []
+    if wanted:
+        try:
+            decided = await call_controller(
+                ctx.broker,
+                lambda c: c.create_partitions(wanted, bool(request.validate_only)),
+                to_ms(request.timeout),
+                local=ctx.on_controller_listener,
+            )
+        except ControllerError as exc:
+            decided = [Outcome(exc.error_code, exc.message) for _ in wanted]
+    answers = iter(decided)
+    denied = Outcome(Errors.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
+    outcomes = [next(answers) if r[0] in allowed else denied for r in requests]
     results = [
         {"name": name, "error_code": o.error_code, "error_message": o.error_message}
         for (name, _, _), o in zip(requests, outcomes, strict=True)

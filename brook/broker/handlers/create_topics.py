@@ -8,6 +8,10 @@ POLICY_VIOLATION for every topic.
 Served on broker listeners (forwarded to the active controller; the answer waits until this
 broker's image has the topic) and on the controller listener (decided there; brokers create
 the internal topics through it, so it takes them).
+
+Needs CREATE on the cluster or on the topic (TOPIC_AUTHORIZATION_FAILED); the created topic's
+configs are returned only with DESCRIBE_CONFIGS on it (else topic_config_error_code
+TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from brook.metadata.topics import is_internal
 from brook.protocol.api import ApiKey
 from brook.protocol.build import to_ms
 from brook.protocol.errors import Errors
+from brook.security.acl import AclOperation, ResourceType
 
+from .. import authz
 from ..controller_channel import call_controller
 from ..registry import BROKER, CONTROLLER, RequestContext, handler
 from .describe_configs import describe_topic
@@ -78,9 +84,20 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
     specs = specs_of(request)
     results: list[CreatedTopic | None] = [None] * len(specs)
+    describable: set[str] | None = None
     if not ctx.on_controller_listener:
+        creatable = {s.name for s in specs}
+        if not authz.authorize_cluster(ctx, AclOperation.CREATE):
+            creatable = authz.allowed_names(ctx, AclOperation.CREATE, ResourceType.TOPIC, creatable)
+        describable = authz.allowed_names(
+            ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, (s.name for s in specs)
+        )
         for i, spec in enumerate(specs):
-            if is_internal(spec.name):
+            if spec.name not in creatable:
+                results[i] = CreatedTopic(
+                    Errors.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", name=spec.name
+                )
+            elif is_internal(spec.name):
                 message = f"Creation of internal topic {spec.name} is prohibited."
                 results[i] = CreatedTopic(Errors.INVALID_REQUEST, message, name=spec.name)
     wanted = [spec for spec, result in zip(specs, results, strict=True) if result is None]
@@ -109,7 +126,9 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
             "configs": None,
             "topic_config_error_code": Errors.NONE,
         }
-        if result.ok:
+        if result.ok and describable is not None and spec.name not in describable:
+            entry["topic_config_error_code"] = Errors.TOPIC_AUTHORIZATION_FAILED
+        elif result.ok:
             entry["configs"] = describe_topic(broker, spec.name, spec.configs, None, False, False)
         topics.append(entry)
     return {"throttle_time": 0, "topics": topics}

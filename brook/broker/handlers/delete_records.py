@@ -1,6 +1,9 @@
 """DeleteRecords (21), v0-2: move a partition's log start offset forward (-1 means the high
 watermark); offsets beyond the high watermark get OFFSET_OUT_OF_RANGE, internal topics
-INVALID_TOPIC_EXCEPTION as in Kafka."""
+INVALID_TOPIC_EXCEPTION as in Kafka.
+
+Each topic needs DELETE (TOPIC_AUTHORIZATION_FAILED).
+"""
 
 from __future__ import annotations
 
@@ -9,13 +12,18 @@ from typing import Any
 from brook.metadata.topics import is_internal
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors, KafkaError
+from brook.security.acl import AclOperation, ResourceType
 
+from .. import authz
 from ..registry import RequestContext, handler
 
 
 @handler(ApiKey.DELETE_RECORDS, (0, 2))
 def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     rm = ctx.broker.replica_manager
+    allowed = authz.allowed_names(
+        ctx, AclOperation.DELETE, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
     topics = []
     for topic in request.topics:
         partitions = []
@@ -26,6 +34,9 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "error_code": Errors.NONE,
             }
             partitions.append(entry)
+            if topic.name not in allowed:
+                entry["error_code"] = Errors.TOPIC_AUTHORIZATION_FAILED
+                continue
             if (
                 is_internal(topic.name)
                 and ctx.broker.image.partition(topic.name, p.partition_index) is not None

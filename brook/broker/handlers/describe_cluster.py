@@ -1,6 +1,10 @@
 """DescribeCluster (60), v0-2: the brokers on the request's listener (v2 can include fenced
 ones), the cluster id and the active controller. Only broker endpoints are served
-(endpoint_type 1); asking for controller endpoints gets UNSUPPORTED_ENDPOINT_TYPE."""
+(endpoint_type 1); asking for controller endpoints gets UNSUPPORTED_ENDPOINT_TYPE.
+
+Authorized operations, when asked, are what the authorizer allows on the cluster (0 without
+DESCRIBE on it, as Kafka).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,9 @@ from typing import Any
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
 
+from .. import authz
 from ..registry import RequestContext, handler
-from .common import CLUSTER_OPERATIONS, INT32_MIN
+from .common import INT32_MIN
 
 UNSUPPORTED_ENDPOINT_TYPE = 114
 BROKERS = 1
@@ -29,9 +34,11 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
         "cluster_id": broker.cluster_id,
         "controller_id": broker.controller_id_for_clients(),
         "brokers": [],
-        "cluster_authorized_operations": CLUSTER_OPERATIONS
-        if request.include_cluster_authorized_operations
-        else INT32_MIN,
+        "cluster_authorized_operations": (
+            authz.cluster_operations(ctx)
+            if request.include_cluster_authorized_operations
+            else INT32_MIN
+        ),
     }
     if endpoint_type != BROKERS:
         response["error_code"] = UNSUPPORTED_ENDPOINT_TYPE

@@ -4,6 +4,9 @@
 A topic value comes from its own override (DYNAMIC_TOPIC_CONFIG), else from the broker key
 that supplies its default: a dynamic per-broker or cluster-wide value, server.properties
 (STATIC_BROKER_CONFIG), or the built-in default (DEFAULT_CONFIG), as Kafka reports them.
+
+A topic needs DESCRIBE_CONFIGS on it (TOPIC_AUTHORIZATION_FAILED), a broker DESCRIBE_CONFIGS
+on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from brook.config.topic import SERVER_DEFAULT, TOPIC_CONFIG
 from brook.metadata.records import ConfigResourceType
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
+from brook.security.acl import AclOperation, ResourceType
 
+from .. import authz
 from ..registry import RequestContext, handler
 
 if TYPE_CHECKING:
@@ -144,6 +149,24 @@ def describe_broker(
     return entries
 
 
+BROKER_LOGGER = 8  # not served (INVALID_REQUEST), but authorized first, as Kafka does
+
+
+def config_refusal(
+    ctx: RequestContext, resource_type: int, name: str, *, describe: bool
+) -> tuple[int, str] | None:
+    """DESCRIBE_CONFIGS (or ALTER_CONFIGS) on the topic or the cluster: Kafka's error for a
+    caller without it, or None."""
+    op = AclOperation.DESCRIBE_CONFIGS if describe else AclOperation.ALTER_CONFIGS
+    topic = resource_type == ConfigResourceType.TOPIC
+    if topic and not authz.authorize(ctx, op, ResourceType.TOPIC, name):
+        return Errors.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed."
+    cluster_wide = resource_type in (ConfigResourceType.BROKER, BROKER_LOGGER)
+    if cluster_wide and not authz.authorize_cluster(ctx, op):
+        return Errors.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed."
+    return None
+
+
 @handler(ApiKey.DESCRIBE_CONFIGS, (1, 4))
 def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
@@ -159,8 +182,11 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
             "configs": [],
         }
         keys = None if res.configuration_keys is None else set(res.configuration_keys)
+        refusal = config_refusal(ctx, res.resource_type, res.resource_name, describe=True)
         try:
-            if res.resource_type == ConfigResourceType.TOPIC:
+            if refusal is not None:
+                result["error_code"], result["error_message"] = refusal
+            elif res.resource_type == ConfigResourceType.TOPIC:
                 if res.resource_name not in broker.image.topics:
                     result["error_code"] = Errors.UNKNOWN_TOPIC_OR_PARTITION
                     result["error_message"] = (

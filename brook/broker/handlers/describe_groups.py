@@ -1,6 +1,9 @@
 """DescribeGroups (15), v0-5: state, protocol and members of each group; member metadata and
 assignments only while Stable, as Kafka. An unknown group is "Dead" with no error (v6's
 GROUP_ID_NOT_FOUND is not served). Authorized operations (v3+) are all group operations.
+
+Each group needs DESCRIBE (GROUP_AUTHORIZATION_FAILED, nothing else about it); authorized
+operations, when asked, are what the authorizer allows.
 """
 
 from __future__ import annotations
@@ -8,9 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from brook.protocol.api import ApiKey
+from brook.protocol.errors import Errors
+from brook.security.acl import AclOperation, ResourceType
 
+from .. import authz
 from ..registry import RequestContext, handler
-from .common import GROUP_OPERATIONS, INT32_MIN
+from .common import INT32_MIN
 
 
 @handler(ApiKey.DESCRIBE_GROUPS, (0, 5))
@@ -19,6 +25,9 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     with_ops = bool(getattr(request, "include_authorized_operations", False))
     groups = []
     for group_id in request.groups:
+        if not authz.authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            groups.append(_denied(group_id))
+            continue
         error, desc = coordinator.describe_group(group_id)
         groups.append(
             {
@@ -38,7 +47,23 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
                     }
                     for m in desc.members
                 ],
-                "authorized_operations": GROUP_OPERATIONS if with_ops else INT32_MIN,
+                "authorized_operations": (
+                    authz.authorized_operations(ctx, ResourceType.GROUP, group_id)
+                    if with_ops
+                    else INT32_MIN
+                ),
             }
         )
     return {"throttle_time": 0, "groups": groups}
+
+
+def _denied(group_id: str) -> dict[str, Any]:
+    return {
+        "error_code": Errors.GROUP_AUTHORIZATION_FAILED,
+        "group_id": group_id,
+        "group_state": "",
+        "protocol_type": "",
+        "protocol_data": "",
+        "members": [],
+        "authorized_operations": INT32_MIN,
+    }

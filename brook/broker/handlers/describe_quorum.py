@@ -4,6 +4,8 @@ observer's log end offset with its last fetch and last caught-up times (v1+). On
 answers; another controller says NOT_LEADER_OR_FOLLOWER for the partition. A broker forwards the
 request to the active controller, as Kafka's brokers do. v2 adds the voters' controller
 endpoints (Nodes).
+
+Needs DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from brook.metadata.records import METADATA_TOPIC
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
 from brook.protocol.framing import encode_kio
+from brook.security.acl import AclOperation
 
+from .. import authz
 from ..registry import BROKER, CONTROLLER, RequestContext, handler
 
 REMOTE_VERSION = 2
@@ -56,6 +60,8 @@ def _error(code: int, message: str | None = None) -> dict[str, Any]:
 @handler(ApiKey.DESCRIBE_QUORUM, (0, 2), scopes=(BROKER, CONTROLLER))
 async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     broker = ctx.broker
+    if not ctx.on_controller_listener and not authz.authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return _error(Errors.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     wanted = [(t.topic_name, p.partition_index) for t in request.topics for p in t.partitions]
     if wanted != [(METADATA_TOPIC, 0)]:
         return _error(Errors.INVALID_REQUEST, "DescribeQuorum names __cluster_metadata-0 only")

@@ -1,5 +1,8 @@
 """ElectLeaders (43), v0-2: preferred (0) or unclean (1) leader election, for listed partitions
-or (null) all of them. v0 is always preferred."""
+or (null) all of them. v0 is always preferred.
+
+Needs ALTER on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,9 @@ from brook.metadata.controller_api import ControllerError
 from brook.protocol.api import ApiKey
 from brook.protocol.build import to_ms
 from brook.protocol.errors import Errors
+from brook.security.acl import AclOperation
 
+from .. import authz
 from ..controller_channel import call_controller
 from ..registry import BROKER, CONTROLLER, RequestContext, handler
 
@@ -43,9 +48,35 @@ def results_of(response: Any) -> list[tuple[str, int, Outcome]]:
     ]
 
 
+def _refused(request: Any) -> dict[str, Any]:
+    """Kafka's answer without ALTER on the cluster: the top-level error, and (for v0, which
+    has none) the same error on every partition asked for."""
+    results = [
+        {
+            "topic": t.topic,
+            "partition_result": [
+                {
+                    "partition_id": p,
+                    "error_code": Errors.CLUSTER_AUTHORIZATION_FAILED,
+                    "error_message": "Cluster authorization failed.",
+                }
+                for p in t.partitions
+            ],
+        }
+        for t in request.topic_partitions or ()
+    ]
+    return {
+        "throttle_time": 0,
+        "error_code": Errors.CLUSTER_AUTHORIZATION_FAILED,
+        "replica_election_results": results,
+    }
+
+
 @handler(ApiKey.ELECT_LEADERS, (0, 2), scopes=(BROKER, CONTROLLER))
 async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     election_type = getattr(request, "election_type", 0)
+    if not ctx.on_controller_listener and not authz.authorize_cluster(ctx, AclOperation.ALTER):
+        return _refused(request)
     partitions = None
     if request.topic_partitions is not None:
         partitions = [(t.topic, p) for t in request.topic_partitions for p in t.partitions]

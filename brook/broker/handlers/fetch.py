@@ -1,7 +1,9 @@
 """Fetch (1), v4-18: consumers read up to the high watermark, followers up to the log end.
 
-A follower (replica id >= 0: the top-level ReplicaId before v15, the tagged ReplicaState
-{replica id, broker epoch} from v15) is checked as Kafka's leader checks it: leadership and
+A consumer needs READ on each topic, a follower CLUSTER_ACTION on the cluster
+(TOPIC_AUTHORIZATION_FAILED per partition otherwise). A follower (replica id >= 0: the
+top-level ReplicaId before v15, the tagged ReplicaState {replica id, broker epoch} from v15)
+is checked as Kafka's leader checks it: leadership and
 leader epoch (NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH), then
 membership (a replica outside the assignment gets UNKNOWN_LEADER_EPOCH when it sent an epoch,
 else NOT_LEADER_OR_FOLLOWER), then, with a last fetched epoch, OFFSET_OUT_OF_RANGE below the
@@ -35,7 +37,9 @@ from brook.protocol.api import ApiKey
 from brook.protocol.build import to_ms
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.fetch_codec import encode_fetch_response
+from brook.security.acl import AclOperation, ResourceType
 
+from .. import authz
 from ..fetch_session import (
     FetchContext,
     FetchPartition,
@@ -187,6 +191,7 @@ class _Fetch:
         self.is_follower = replica_id >= 0
         self.max_bytes = max_bytes
         self.results: dict[PartitionKey, PartitionResult] = {}
+        self.allowed: dict[str, bool] = {}
         self.bytes = 0
         self.answer_now = False
         self.hosted: list[Partition] = []
@@ -200,6 +205,18 @@ class _Fetch:
             if isinstance(session, IncrementalFetchContext) and session.reads_changes_only
             else None
         )
+
+    def _authorized(self, topic: str) -> bool:
+        """A follower needs CLUSTER_ACTION on the cluster, a consumer READ on the topic
+        (Kafka answers both refusals TOPIC_AUTHORIZATION_FAILED per partition)."""
+        allowed = self.allowed.get(topic)
+        if allowed is None:
+            if self.is_follower:
+                allowed = authz.authorize_cluster(self.ctx, AclOperation.CLUSTER_ACTION)
+            else:
+                allowed = authz.authorize(self.ctx, AclOperation.READ, ResourceType.TOPIC, topic)
+            self.allowed[topic] = allowed
+        return allowed
 
     def key(self, fp: FetchPartition) -> PartitionKey:
         return (fp.topic_id if self.ctx.api_version >= 13 else fp.topic, fp.partition)
@@ -261,6 +278,8 @@ class _Fetch:
         if not fp.topic:
             code = Errors.UNKNOWN_TOPIC_ID if version >= 13 else Errors.UNKNOWN_TOPIC_OR_PARTITION
             return _error(code), None
+        if not self._authorized(fp.topic):
+            return _error(Errors.TOPIC_AUTHORIZATION_FAILED), None
         rm = self.broker.replica_manager
         partition, code = rm.leader_partition(fp.topic, fp.partition, fp.current_leader_epoch)
         if partition is None:

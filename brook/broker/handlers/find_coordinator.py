@@ -1,6 +1,9 @@
 """FindCoordinator (10), v0-6 (v4+ batched): the leader of the group's ``__consumer_offsets``
 partition, creating the topic on first use. Group keys only: transaction coordinators
 (key type 1) get COORDINATOR_NOT_AVAILABLE, other key types INVALID_REQUEST.
+
+A group key needs DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), a transactional id
+DESCRIBE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -9,7 +12,9 @@ from typing import Any
 
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
+from brook.security.acl import AclOperation, ResourceType
 
+from .. import authz
 from ..registry import RequestContext, handler
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
@@ -18,6 +23,8 @@ _MESSAGES = {
     Errors.NONE: "NONE",
     Errors.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
     Errors.INVALID_REQUEST: "Unknown coordinator type.",
+    Errors.GROUP_AUTHORIZATION_FAILED: "Group authorization failed.",
+    Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED: "Transactional Id authorization failed.",
 }
 
 
@@ -32,7 +39,15 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 
 async def _find(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
-    if key_type == GROUP_KEY:
+    if key_type == GROUP_KEY and not authz.authorize(
+        ctx, AclOperation.DESCRIBE, ResourceType.GROUP, key
+    ):
+        error, node_id = Errors.GROUP_AUTHORIZATION_FAILED, -1
+    elif key_type == TRANSACTION_KEY and not authz.authorize(
+        ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+    ):
+        error, node_id = Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, -1
+    elif key_type == GROUP_KEY:
         error, node_id = await ctx.broker.group_coordinator.find_coordinator(key)
     elif key_type == TRANSACTION_KEY:
         error, node_id = Errors.COORDINATOR_NOT_AVAILABLE, -1

@@ -1,6 +1,8 @@
 """JoinGroup (11), v0-9: joins (or rejoins) a classic group and answers once the rebalance
 completes. MEMBER_ID_REQUIRED only for v4+ dynamic members; v0 uses the session timeout as the
 rebalance timeout; v9 static leaders may be told to skip assignment. Join reasons are ignored.
+
+Needs READ on the group (GROUP_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -9,7 +11,10 @@ from typing import Any
 
 from brook.protocol.api import ApiKey
 from brook.protocol.build import to_ms
+from brook.protocol.errors import Errors
+from brook.security.acl import AclOperation, ResourceType
 
+from .. import authz
 from ..registry import RequestContext, handler
 
 
@@ -17,6 +22,18 @@ from ..registry import RequestContext, handler
 async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     version = ctx.api_version
     session_timeout = to_ms(request.session_timeout)
+    if not authz.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return {
+            "throttle_time": 0,
+            "error_code": Errors.GROUP_AUTHORIZATION_FAILED,
+            "generation_id": -1,
+            "protocol_type": None,
+            "protocol_name": None if version >= 7 else "",
+            "leader": "",
+            "skip_assignment": False,
+            "member_id": "",
+            "members": [],
+        }
     instance_id = getattr(request, "group_instance_id", None)
     result = await ctx.broker.group_coordinator.join_group(
         request.group_id,

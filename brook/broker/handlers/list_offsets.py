@@ -7,7 +7,8 @@ A leader elected with a high watermark below the start of its epoch (its followe
 fetched yet) answers a client's "latest", and a timestamp lookup that finds nothing below
 the HW, with OFFSET_NOT_AVAILABLE: the HW it would give may still be behind offsets the
 previous leader acknowledged (Kafka's Partition.fetchOffsetForTimestamp). Requests from a
-replica (ReplicaId >= 0) are not refused so.
+replica (ReplicaId >= 0) are not refused so. Each topic needs DESCRIBE
+(TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from typing import Any
 
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
+from brook.security.acl import AclOperation, ResourceType
 
+from .. import authz
 from ..registry import RequestContext, handler
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4, -5
@@ -33,6 +36,9 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
         for p in t.partitions
         if (t.name, p.partition_index) in seen or seen.add((t.name, p.partition_index))
     }
+    allowed = authz.allowed_names(
+        ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
     topics = []
     for topic in request.topics:
         partitions = []
@@ -45,6 +51,9 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
                 "error_code": Errors.NONE,
             }
             partitions.append(entry)
+            if topic.name not in allowed:
+                entry["error_code"] = Errors.TOPIC_AUTHORIZATION_FAILED
+                continue
             if (topic.name, p.partition_index) in duplicates:
                 entry["error_code"] = Errors.INVALID_REQUEST
                 continue

@@ -1,4 +1,7 @@
-"""ListPartitionReassignments (46), v0: partitions with a move in progress."""
+"""ListPartitionReassignments (46), v0: partitions with a move in progress.
+
+Needs DESCRIBE on the cluster (CLUSTER_AUTHORIZATION_FAILED).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,9 @@ from typing import Any
 from brook.metadata.controller_api import ControllerError, Reassignment
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
+from brook.security.acl import AclOperation
 
+from .. import authz
 from ..registry import BROKER, CONTROLLER, RequestContext, handler
 
 REMOTE_VERSION = 0
@@ -41,6 +46,13 @@ def results_of(response: Any) -> list[Reassignment]:
 
 @handler(ApiKey.LIST_PARTITION_REASSIGNMENTS, (0, 0), scopes=(BROKER, CONTROLLER))
 async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if not ctx.on_controller_listener and not authz.authorize_cluster(ctx, AclOperation.DESCRIBE):
+        return {
+            "throttle_time": 0,
+            "error_code": Errors.CLUSTER_AUTHORIZATION_FAILED,
+            "error_message": "Cluster authorization failed.",
+            "topics": [],
+        }
     wanted = None
     if request.topics is not None:
         wanted = [(t.name, p) for t in request.topics for p in t.partition_indexes]

@@ -1,6 +1,9 @@
 """OffsetCommit (8), v2-9: stores offsets, leader epochs (v6+) and metadata in
 ``__consumer_offsets`` for members of the current generation, or for anyone when the group is
 Empty and the generation is -1. v2-4 retention times are kept per offset. v0-1 are not served.
+
+Needs READ on the group (GROUP_AUTHORIZATION_FAILED on every partition) and READ on each
+topic (TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ from typing import Any
 from brook.protocol.api import ApiKey
 from brook.protocol.build import to_ms
 from brook.protocol.errors import Errors
+from brook.security.acl import AclOperation, ResourceType
 
+from .. import authz
 from ..registry import RequestContext, handler
 
 
@@ -20,10 +25,18 @@ async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     image = ctx.broker.image
     codes: dict[tuple[str, int], int] = {}
     wanted: dict[tuple[str, int], tuple[int, int, str | None]] = {}
+    group_denied = not authz.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id)
+    readable = authz.allowed_names(
+        ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
     for topic in request.topics:
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
-            if image.partition(*tp) is None:
+            if group_denied:
+                codes[tp] = Errors.GROUP_AUTHORIZATION_FAILED
+            elif topic.name not in readable:
+                codes[tp] = Errors.TOPIC_AUTHORIZATION_FAILED
+            elif image.partition(*tp) is None:
                 codes[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 wanted[tp] = (

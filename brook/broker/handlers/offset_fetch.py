@@ -1,6 +1,9 @@
 """OffsetFetch (9), v1-9 (v8+ several groups): committed offsets, leader epochs (v5+) and
 metadata; null topics (v2+) fetch every committed offset. Unknown partitions give -1.
 require_stable (v7) never blocks (no transactions); v9 member epochs are not checked.
+
+Needs DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED); a named topic the caller may not
+describe gets TOPIC_AUTHORIZATION_FAILED, and "every committed offset" leaves such topics out.
 """
 
 from __future__ import annotations
@@ -9,7 +12,9 @@ from typing import Any
 
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
+from brook.security.acl import AclOperation, ResourceType
 
+from .. import authz
 from ..group.coordinator import GroupCoordinator
 from ..registry import RequestContext, handler
 
@@ -20,10 +25,10 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if ctx.api_version >= 8:
         groups = []
         for group in request.groups:
-            error, topics = _fetch(coordinator, group.group_id, group.topics)
+            error, topics = _fetch(ctx, coordinator, group.group_id, group.topics)
             groups.append({"group_id": group.group_id, "topics": topics, "error_code": error})
         return {"throttle_time": 0, "groups": groups}
-    error, topics = _fetch(coordinator, request.group_id, request.topics)
+    error, topics = _fetch(ctx, coordinator, request.group_id, request.topics)
     if error and ctx.api_version < 2:
         # v1 has no top-level error: every requested partition carries it.
         topics = [
@@ -37,16 +42,33 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
 
 
 def _fetch(
-    coordinator: GroupCoordinator, group_id: str, requested: Any
+    ctx: RequestContext, coordinator: GroupCoordinator, group_id: str, requested: Any
 ) -> tuple[int, list[dict[str, Any]]]:
+    if not authz.authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return Errors.GROUP_AUTHORIZATION_FAILED, []
+    denied: list[tuple[str, int]] = []
     if requested is None:
         wanted = None
     else:
         wanted = [(t.name, p) for t in requested for p in t.partition_indexes]
+        visible = authz.allowed_names(
+            ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t for t, _ in wanted)
+        )
+        denied = [tp for tp in wanted if tp[0] not in visible]
+        wanted = [tp for tp in wanted if tp[0] in visible]
     error, offsets = coordinator.fetch_offsets(group_id, wanted)
     if error:
         return error, []
+    if requested is None:
+        # every committed offset: only those of topics the caller may describe
+        visible = authz.allowed_names(
+            ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (t for (t, _), _ in offsets)
+        )
+        offsets = [item for item in offsets if item[0][0] in visible]
     by_topic: dict[str, list[dict[str, Any]]] = {}
+    for topic, partition in denied:
+        failed = _partition(partition, None, Errors.TOPIC_AUTHORIZATION_FAILED)
+        by_topic.setdefault(topic, []).append(failed)
     for (topic, partition), value in offsets:
         by_topic.setdefault(topic, []).append(_partition(partition, value, Errors.NONE))
     return Errors.NONE, [{"name": name, "partitions": parts} for name, parts in by_topic.items()]

@@ -1,16 +1,19 @@
 """Produce (0), v3-13 served, v0 advertised as the minimum (as Kafka 4 does, so librdkafka
 before 2.11.1 keeps compression on); v0-2 requests close the connection.
 
-Per partition: internal topics refused (INVALID_TOPIC_EXCEPTION, as Kafka answers clients;
-the group coordinator appends to ``__consumer_offsets`` directly), leadership, then the log's
-validation (CRC, one magic-2 batch, sizes, idempotent sequences, every record) and append. A
-batch with invalid records is refused whole with KIP-467's ``record_errors`` (v8+): the index
-and message of each bad record, so a client fails exactly those. acks=all is refused with
-NOT_ENOUGH_REPLICAS before anything is written while the ISR is below the effective min ISR,
-then waits in the replica manager (brook.broker.delayed) until the high watermark passes the
-records: NOT_ENOUGH_REPLICAS_AFTER_APPEND, REQUEST_TIMED_OUT at the request's timeout or
-NOT_LEADER_OR_FOLLOWER when it does not end well; acks=0 sends nothing back and closes the
-connection if any partition failed (Kafka's way of telling the client).
+A transactional id needs WRITE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every
+partition). Per partition: WRITE on the topic (TOPIC_AUTHORIZATION_FAILED, before anything
+tells whether the topic exists), internal topics refused (INVALID_TOPIC_EXCEPTION, as Kafka
+answers clients; the group coordinator appends to ``__consumer_offsets`` directly),
+leadership, then the log's validation (CRC, one magic-2 batch, sizes, idempotent sequences,
+every record) and append. A batch with invalid records is refused whole with KIP-467's
+``record_errors`` (v8+): the index and message of each bad record, so a client fails exactly
+those. acks=all is refused with NOT_ENOUGH_REPLICAS before anything is written while the ISR
+is below the effective min ISR, then waits in the replica manager (brook.broker.delayed)
+until the high watermark passes the records: NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+REQUEST_TIMED_OUT at the request's timeout or NOT_LEADER_OR_FOLLOWER when it does not end
+well; acks=0 sends nothing back and closes the connection if any partition failed (Kafka's
+way of telling the client).
 NOT_LEADER_OR_FOLLOWER carries the leader hint and endpoint for v10+ (KIP-951). v13 names
 topics by id. The response is hand-encoded (see brook.protocol.produce_codec).
 """
@@ -30,7 +33,9 @@ from brook.protocol.batch import MAGIC
 from brook.protocol.compression import Codec
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.produce_codec import PartitionProduceResult, encode_produce_response
+from brook.security.acl import AclOperation, ResourceType
 
+from .. import authz
 from ..delayed import DelayedProduce, PendingAcks
 from ..partition import Partition
 from ..registry import RequestContext, handler
@@ -50,6 +55,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     appended: list[tuple[Partition, PartitionProduceResult, AppendResult]] = []
     hints: dict[int, tuple[int, str, int, str | None]] = {}
     any_error = False
+    # Kafka refuses the whole request (every partition) without WRITE on its transactional id
+    txn_denied = request.transactional_id is not None and not authz.authorize(
+        ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
+    )
     for topic_data in request.topic_data:
         if version >= 13:
             # kio reads the all-zero id as None; Kafka answers it UNKNOWN_TOPIC_ID like any
@@ -61,11 +70,22 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             key = name = topic_data.name
         results: list[PartitionProduceResult] = []
         topics.append((key, results))
+        denied = name is not None and not authz.authorize(
+            ctx, AclOperation.WRITE, ResourceType.TOPIC, name
+        )
         for pdata in topic_data.partition_data:
             result = PartitionProduceResult(pdata.index)
             results.append(result)
             if name is None:
                 result.error_code = Errors.UNKNOWN_TOPIC_ID
+                any_error = True
+                continue
+            if txn_denied or denied:
+                result.error_code = (
+                    Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                    if txn_denied
+                    else Errors.TOPIC_AUTHORIZATION_FAILED
+                )
                 any_error = True
                 continue
             if acks not in (-1, 0, 1):

@@ -1,6 +1,8 @@
 """SyncGroup (14), v0-5: the leader hands in the assignment, every member gets its own once it
 is written to ``__consumer_offsets``. v5 requires and checks the protocol type and name
 (INCONSISTENT_GROUP_PROTOCOL otherwise).
+
+Needs READ on the group (GROUP_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from typing import Any
 
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
+from brook.security.acl import AclOperation, ResourceType
 
+from .. import authz
 from ..group.model import SyncResult
 from ..registry import RequestContext, handler
 
@@ -18,7 +22,9 @@ from ..registry import RequestContext, handler
 async def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     protocol_type = getattr(request, "protocol_type", None)
     protocol_name = getattr(request, "protocol_name", None)
-    if ctx.api_version >= 5 and (protocol_type is None or protocol_name is None):
+    if not authz.authorize(ctx, AclOperation.READ, ResourceType.GROUP, request.group_id):
+        result = SyncResult(Errors.GROUP_AUTHORIZATION_FAILED)
+    elif ctx.api_version >= 5 and (protocol_type is None or protocol_name is None):
         result = SyncResult(Errors.INCONSISTENT_GROUP_PROTOCOL)
     else:
         result = await ctx.broker.group_coordinator.sync_group(

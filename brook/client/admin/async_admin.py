@@ -14,10 +14,12 @@ from types import TracebackType
 from typing import Any
 
 from brook.config.defs import Config
+from brook.security.acl import AclBinding, AclBindingFilter
 
 from ..cluster import TopicPartition
 from ..consumer.coordinator import OffsetAndMetadata
 from ..network import NetworkClient
+from . import acls as acl_ops
 from . import cluster as cluster_ops
 from . import configs as config_ops
 from . import groups as group_ops
@@ -114,6 +116,26 @@ class AsyncAdmin:
     ) -> dict[str, TopicDescription]:
         """Partitions (leader, epoch, replicas, ISR, offline replicas) and id of each topic."""
         return await topic_ops.describe_topics(self._core, topics, timeout_ms=timeout_ms)
+
+    # -- ACLs (acls.py) ---------------------------------------------------------------------
+
+    async def create_acls(
+        self, acls: Iterable[AclBinding], *, timeout_ms: int | None = None
+    ) -> None:
+        """Create ACLs (an ACL already there is not an error)."""
+        await acl_ops.create_acls(self._core, acls, timeout_ms=timeout_ms)
+
+    async def describe_acls(
+        self, acl_filter: AclBindingFilter, *, timeout_ms: int | None = None
+    ) -> list[AclBinding]:
+        """Every ACL the filter matches."""
+        return await acl_ops.describe_acls(self._core, acl_filter, timeout_ms=timeout_ms)
+
+    async def delete_acls(
+        self, filters: Iterable[AclBindingFilter], *, timeout_ms: int | None = None
+    ) -> dict[AclBindingFilter, list[AclBinding]]:
+        """Delete every ACL each filter matches; the ACLs removed, per filter."""
+        return await acl_ops.delete_acls(self._core, filters, timeout_ms=timeout_ms)
 
     # -- configs (configs.py) --------------------------------------------------------------
 

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
+from brook.security.acl import AclBinding, AclBindingFilter
+
 from .. import _sync
 from ..cluster import TopicPartition
 from ..consumer.coordinator import OffsetAndMetadata
@@ -99,6 +101,19 @@ class Admin:
                 new_partitions, validate_only=validate_only, timeout_ms=timeout_ms
             )
         )
+
+    def create_acls(self, acls: Iterable[AclBinding], *, timeout_ms: int | None = None) -> None:
+        _sync.run(self._admin.create_acls(acls, timeout_ms=timeout_ms))
+
+    def describe_acls(
+        self, acl_filter: AclBindingFilter, *, timeout_ms: int | None = None
+    ) -> list[AclBinding]:
+        return _sync.run(self._admin.describe_acls(acl_filter, timeout_ms=timeout_ms))
+
+    def delete_acls(
+        self, filters: Iterable[AclBindingFilter], *, timeout_ms: int | None = None
+    ) -> dict[AclBindingFilter, list[AclBinding]]:
+        return _sync.run(self._admin.delete_acls(filters, timeout_ms=timeout_ms))
 
     def describe_configs(
         self,

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from brook.metadata.records import (
     RECORD_TYPES,
+    AccessControlEntryRecord,
     BrokerFeature,
     BrokerRegistrationChangeRecord,
     ClusterIdRecord,
@@ -27,6 +28,7 @@ from brook.metadata.records import (
     ProducerIdsRecord,
     RecordFormatError,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicRecord,
     UnregisterBrokerRecord,
@@ -61,6 +63,8 @@ SAMPLES: list[MetadataRecord] = [
     ProducerIdsRecord(1, 5, 2000),
     FeatureLevelRecord("metadata.version", 7),
     NoOpRecord(),
+    AccessControlEntryRecord(TOPIC_ID, 2, "orders-", 4, "User:alice", "*", 3, 3),
+    RemoveAccessControlEntryRecord(TOPIC_ID),
 ]
 
 
