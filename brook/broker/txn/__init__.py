@@ -1,0 +1,1 @@
+"""The transaction coordinator (KIP-98): its state machine, its log records."""
