@@ -27,6 +27,7 @@ from .segment import (
     LogSegment,
     delete_segment_files,
 )
+from .txn_index import TXN_INDEX_SUFFIX
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,9 @@ class LoadedLog:
     # No segment file was found: the directory is as new (perhaps left by a creation that
     # failed), and its entry in the log directory has never been fsynced.
     fresh: bool = False
+    # The base of the first segment recovered (its aborted-transaction index is rebuilt by
+    # replaying the producer state from at most there), None if none was.
+    recovered_from: int | None = None
 
     @property
     def log_end_offset(self) -> int:
@@ -66,7 +70,11 @@ def _remove_leftovers(directory: Path, bases: set[int], names: list[str]) -> Non
             path.unlink(missing_ok=True)
             continue
         stem, dot, suffix = name.partition(".")
-        is_index = dot and "." + suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX) and stem.isdigit()
+        is_index = (
+            dot
+            and "." + suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+            and stem.isdigit()
+        )
         if is_index and int(stem) not in bases:
             path.unlink(missing_ok=True)
 
@@ -94,6 +102,7 @@ class LogLoader:
         self.had_clean_shutdown = had_clean_shutdown
         self.now_ms = now_ms
         self.files = files
+        self._recovered_from: int | None = None
 
     def load(self) -> LoadedLog:
         """Load the segments; if that fails, the files of those already opened go back to
@@ -176,7 +185,13 @@ class LogLoader:
         if rebuild_epochs or cache.entries() != epochs_before:
             cache.flush()
         recovery_point = log_end if self.had_clean_shutdown else min(self.recovery_point, log_end)
-        return LoadedLog(segments, log_start, max(recovery_point, log_start), fresh=not bases)
+        return LoadedLog(
+            segments,
+            log_start,
+            max(recovery_point, log_start),
+            fresh=not bases,
+            recovered_from=self._recovered_from,
+        )
 
     def _load_segment(self, segment: LogSegment, unflushed: bool, rebuild_epochs: bool) -> int:
         """Check or recover one segment; returns the bytes recovery cut off."""
@@ -191,6 +206,8 @@ class LogLoader:
                     for _, header in segment.iter_headers():
                         self._assign_epoch(header)
                 return 0
+        if self._recovered_from is None:
+            self._recovered_from = segment.base_offset
         return segment.recover(assign)
 
     def _assign_epoch(self, header: BatchHeader) -> None:

@@ -6,6 +6,7 @@ trimmed by retention and flushed. Batches stay opaque bytes apart from their 61-
 from __future__ import annotations
 
 import functools
+import logging
 import shutil
 import threading
 import time
@@ -33,6 +34,7 @@ from brook.protocol.compression import CompressionError, decompress_bounded
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.primitives import INT64_MAX, INT64_MIN
 from brook.protocol.records import validate_records
+from brook.protocol.txn_marker import MarkerFormatError, TxnMarker, marker_batch, read_marker
 
 from .checkpoints import CheckpointError, PartitionMetadataFile, fsync_path
 from .config import LogConfig
@@ -40,11 +42,14 @@ from .dir_failure import LogDirFailureChannel, offline_error
 from .epoch_cache import LeaderEpochCache
 from .file_pool import FilePool, shared_pool
 from .loader import LogLoader
-from .producer_state import ProducerStateManager
+from .producer_state import CompletedTxn, ProducerStateManager
 from .record_errors import TIMESTAMPS_REJECTED, TimestampRule, record_validation_error
 from .segment import LogSegment
 from .span import StoredSpan
 from .time_index import NO_TIMESTAMP
+from .txn_index import AbortedTxn
+
+log = logging.getLogger(__name__)
 
 # A compressed batch's records are checked when they decompress to at most this much (Kafka
 # streams them; holding more for the check would let a small batch exhaust memory).
@@ -211,7 +216,7 @@ class PartitionLog:
             plog._unsynced_paths.update((directory, directory.parent))
         try:
             plog.assign_topic_id(topic_id)
-            plog._rebuild_producer_state()
+            plog._rebuild_producer_state(replay_from=loaded.recovered_from)
         except BaseException:
             plog.close_files()
             raise
@@ -403,6 +408,7 @@ class PartitionLog:
         view = memoryview(records)
         size = len(view)
         headers: list[tuple[int, BatchHeader]] = []
+        markers: dict[int, TxnMarker] = {}  # what each transaction marker says, by position
         expected = self.log_end_offset
         pos = 0
         while pos < size:
@@ -420,6 +426,13 @@ class PartitionLog:
                     Errors.RECORD_LIST_TOO_LARGE,
                     f"batch of {header.size} bytes exceeds segment.bytes",
                 )
+            if header.is_control and header.is_transactional and header.producer_id >= 0:
+                try:
+                    markers[pos] = read_marker(view[pos : pos + header.size])
+                except (MarkerFormatError, CorruptBatch) as exc:
+                    raise KafkaError(
+                        Errors.CORRUPT_MESSAGE, f"marker at offset {header.base_offset}: {exc}"
+                    ) from None
             headers.append((pos, header))
             expected = header.next_offset
             pos += header.size
@@ -440,9 +453,13 @@ class PartitionLog:
                 if epoch >= 0 and (latest is None or epoch > latest):
                     self.epoch_cache.assign(epoch, header.base_offset)
             segment.append_batches(view[start:end], [(p - start, h) for p, h in part])
-            for _, header in part:
+            for pos, header in part:
                 if header.producer_id >= 0:
-                    self.producer_state.update(header, header.base_offset, header.max_timestamp)
+                    completed = self.producer_state.update(
+                        header, header.base_offset, header.max_timestamp, markers.get(pos)
+                    )
+                    if completed is not None:
+                        self._index_completed(completed)
             self.log_end_offset = last + 1
             self.producer_state.map_end_offset = last + 1
         first, last_header = headers[0][1], headers[-1][1]
@@ -650,13 +667,104 @@ class PartitionLog:
             self.log_start_offset = offset
             self.epoch_cache.truncate_from_start(offset)
 
-    def _rebuild_producer_state(self) -> None:
-        """Latest snapshot at or below the log end, then the batches after it."""
+    def _rebuild_producer_state(self, replay_from: int | None = None) -> None:
+        """Latest snapshot at or below the log end (and ``replay_from``), then the batches
+        after it. The aborted-transaction indexes are rebuilt over the same range: their
+        entries from the snapshot on are dropped and written again as the replay finds them."""
         state = self.producer_state
-        start = state.load(self.log_start_offset, self.log_end_offset)
+        start = state.load(self.log_start_offset, self.log_end_offset, at_most=replay_from)
+        for segment in self._segments:
+            if segment.next_offset > start or segment.txn_index.last_offset is not None:
+                segment.txn_index.truncate_to(start)
         if start < self.log_end_offset:
-            state.replay(self._headers_from(start))
+            state.replay(
+                self._headers_from(start),
+                read_marker=self._read_marker,
+                on_completed=self._index_completed,
+            )
         state.map_end_offset = self.log_end_offset
+
+    # ------------------------------------------------------------------ transactions
+    def _read_marker(self, header: BatchHeader) -> TxnMarker | None:
+        """What the transaction marker batch ``header`` says, read back from its segment.
+        None, logged, for one that does not parse (appends refuse those, so only a damaged
+        file has one): the log still opens, and that producer's transaction stays open."""
+        located = self._locate(header.base_offset)
+        try:
+            if located is None:
+                raise MarkerFormatError("no batch there")
+            segment, position = located
+            return read_marker(segment.read_batch(position, header))
+        except (MarkerFormatError, CorruptBatch) as exc:
+            log.warning("%s: unreadable marker at offset %d: %s", self.dir, header.base_offset, exc)
+            return None
+
+    def _index_completed(self, completed: CompletedTxn) -> None:
+        """An aborted transaction goes into the ``.txnindex`` of the segment holding its
+        marker, with the last stable offset once it ended (Kafka's updateTxnIndex)."""
+        if not completed.aborted:
+            return
+        i = bisect_right(self._bases, completed.last_offset) - 1
+        segment = self._segments[max(i, 0)]
+        segment.txn_index.append(
+            AbortedTxn(
+                completed.producer_id,
+                completed.first_offset,
+                completed.last_offset,
+                self.producer_state.last_stable_offset_after(completed),
+            )
+        )
+
+    def first_unstable_offset(self) -> int | None:
+        """Where the earliest transaction still undecided (or decided by a marker not yet
+        below the high watermark) starts; None: the last stable offset is the HW."""
+        return self.producer_state.first_unstable_offset()
+
+    def on_high_watermark(self, high_watermark: int) -> None:
+        """The partition's HW moved: markers below it no longer hold the LSO back."""
+        self.producer_state.on_high_watermark(high_watermark)
+
+    @_storage_io("reading the aborted transactions of")
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [fetch_offset, upper_bound) (a read_committed
+        fetch's range), segment by segment from the one holding ``fetch_offset`` until an
+        entry's last stable offset reaches ``upper_bound`` (Kafka's collectAbortedTxns)."""
+        segments = self._segments
+        i = max(bisect_right(self._bases, fetch_offset) - 1, 0)
+        found: list[AbortedTxn] = []
+        for segment in segments[i:]:
+            if segment.base_offset >= upper_bound:
+                break
+            txns, complete = segment.txn_index.collect(fetch_offset, upper_bound)
+            found.extend(txns)
+            if complete:
+                break
+        return found
+
+    @_storage_io("appending a transaction marker to")
+    def append_marker(
+        self, marker: TxnMarker, leader_epoch: int, now_ms: int
+    ) -> tuple[AppendResult, CompletedTxn | None]:
+        """Write a COMMIT or ABORT marker as leader (WriteTxnMarkers): Kafka's checks of the
+        producer and coordinator epochs first (KafkaError, nothing written), then the control
+        batch at the log end; an abort is indexed in the active segment's ``.txnindex``."""
+        self.producer_state.check_marker(marker)
+        base = self.log_end_offset
+        batch = marker_batch(marker, timestamp=now_ms, base_offset=base, leader_epoch=leader_epoch)
+        header = check_batch(batch, 0, len(batch))
+        segment = self._segments[-1]
+        if segment.should_roll(len(batch), now_ms, base, now_ms, self.config):
+            segment = self._roll(now_ms)
+        latest = self.epoch_cache.latest_epoch()
+        if leader_epoch >= 0 and (latest is None or leader_epoch > latest):
+            self.epoch_cache.assign(leader_epoch, base)
+        segment.append((batch,), len(batch), base, now_ms)
+        self.log_end_offset = base + 1
+        completed = self.producer_state.update(header, base, now_ms, marker)
+        if completed is not None:
+            self._index_completed(completed)
+        self.producer_state.map_end_offset = base + 1
+        return AppendResult(base, base, -1, self.log_start_offset, 1, False), completed
 
     # ------------------------------------------------------------------ retention
     @_storage_io("deleting segments of")

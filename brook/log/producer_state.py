@@ -259,7 +259,7 @@ class ProducerStateManager:
     def replay(
         self,
         headers: Iterable[BatchHeader],
-        read_marker: Callable[[BatchHeader], TxnMarker] | None = None,
+        read_marker: Callable[[BatchHeader], TxnMarker | None] | None = None,
         on_completed: Callable[[CompletedTxn], None] | None = None,
     ) -> None:
         """Rebuild from batches read back from the log; ``read_marker`` reads what a
@@ -356,13 +356,17 @@ class ProducerStateManager:
             raise CorruptSnapshotError("trailing bytes")
         return producers
 
-    def load(self, log_start_offset: int, log_end_offset: int) -> int:
+    def load(self, log_start_offset: int, log_end_offset: int, at_most: int | None = None) -> int:
         """Reset to the latest readable snapshot at or below the log end (dropping later or
-        corrupt ones); returns the offset from which the log must be replayed."""
+        corrupt ones), and at or below ``at_most`` if given (a replay that must cover what is
+        after it); returns the offset from which the log must be replayed."""
         self.producers = {}
         self.unreplicated = {}
         self.delete_snapshots_after(log_end_offset)
+        limit = log_end_offset if at_most is None else min(at_most, log_end_offset)
         for offset in reversed(self.snapshot_offsets()):
+            if offset > limit:
+                continue
             path = snapshot_path(self.dir, offset)
             try:
                 self.producers = self._decode(path.read_bytes())

@@ -30,12 +30,13 @@ from .file_pool import FilePool, shared_pool
 from .offset_index import CorruptIndexError, OffsetIndex
 from .span import SpanGone, StoredSpan
 from .time_index import NO_TIMESTAMP, TimeIndex
+from .txn_index import TXN_INDEX_SUFFIX, TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
-SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 MAX_RELATIVE_OFFSET = 2**31 - 1
 
 _INT64 = struct.Struct(">q")
@@ -122,7 +123,7 @@ class LogSegment:
         flags = os.O_RDWR | os.O_CREAT | os.O_APPEND
         if create:
             flags |= os.O_TRUNC
-            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
                 segment_path(directory, base_offset, suffix).unlink(missing_ok=True)
         pool = shared_pool() if files is None else files
         # Counts truncations: a StoredSpan cut before one no longer names its bytes.
@@ -134,7 +135,7 @@ class LogSegment:
         except FileNotFoundError:
             self._file = pool.open(self.log_path, flags)
             self.size = os.fstat(self._fd).st_size
-        opened: list[OffsetIndex | TimeIndex] = []
+        opened: list[OffsetIndex | TimeIndex | TransactionIndex] = []
         try:
             self.offset_index = OffsetIndex(
                 segment_path(directory, base_offset, INDEX_SUFFIX),
@@ -148,6 +149,11 @@ class LogSegment:
                 base_offset,
                 max_index_size,
                 pool,
+            )
+            opened.append(self.time_index)
+            # The aborted transactions whose markers are in this segment (no file until one).
+            self.txn_index = TransactionIndex(
+                segment_path(directory, base_offset, TXN_INDEX_SUFFIX), base_offset, pool
             )
         except BaseException:
             # Not a segment after all: its files go back to the pool (descriptor budget).
@@ -203,6 +209,7 @@ class LogSegment:
         self._file.release()
         self.offset_index.release()
         self.time_index.release()
+        self.txn_index.release()
 
     # ------------------------------------------------------------------ loading
     def load(self) -> None:
@@ -215,6 +222,7 @@ class LogSegment:
         self.offset_index.sanity_check(self.size)
         self._load_tail()
         self.time_index.sanity_check(self.next_offset)
+        self.txn_index.sanity_check()
 
     def _load_tail(self) -> None:
         """Walk the batches after the last index entry: next offset, max timestamp."""
@@ -289,6 +297,9 @@ class LogSegment:
         if removed:
             os.ftruncate(self._fd, valid_end)
             self.size = valid_end
+        # The log rebuilds what it lost from its producer state (PartitionLog.open replays
+        # from at most this segment's base); markers past the cut are gone.
+        self.txn_index.truncate_to(expected)
         return removed
 
     def _valid_batches(self) -> Iterator[tuple[int, BatchHeader]]:
@@ -650,6 +661,7 @@ class LogSegment:
         self.size = position
         self.offset_index.truncate_to_position(position)
         self.time_index.truncate_to(header.base_offset)
+        self.txn_index.truncate_to(header.base_offset)
         self._load_tail()
         if self.size == 0:
             self.created_ms = now_ms
@@ -662,6 +674,7 @@ class LogSegment:
             self._file.sync()
             self.offset_index.flush()
             self.time_index.flush()
+            self.txn_index.flush()
         except OSError:
             if not self.closed:
                 raise
@@ -670,6 +683,7 @@ class LogSegment:
         self._file.close()
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
 
     def delete(self) -> None:
         self.close()

@@ -78,11 +78,16 @@ class TransactionIndex:
         whole = size - size % ENTRY_SIZE
         try:
             data = os.pread(self._file.fd(), whole, 0) if whole else b""
-            self.entries = decode_entries(data, path)
         except BaseException:
             self._file.close()
             raise
         self._file.release()
+        try:
+            self.entries = decode_entries(data, path)
+        except CorruptIndexError:
+            # Fails the sanity check: the segment is recovered and the index rebuilt.
+            self.entries = []
+            self.torn = True
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -138,6 +143,10 @@ class TransactionIndex:
                     f"{self.path}: last offset {txn.last_offset} of an aborted transaction "
                     f"is below the segment's base offset {self.base_offset}"
                 )
+
+    def release(self) -> None:
+        if self._file is not None:
+            self._file.release()
 
     def flush(self) -> None:
         if self._file is not None:
