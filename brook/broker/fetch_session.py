@@ -70,6 +70,8 @@ class PartitionResult:
     preferred_read_replica: int = -1
     diverging_epoch: tuple[int, int] | None = None
     current_leader: tuple[int, int] | None = None
+    # (producer id, first offset) of the aborted transactions a read_committed fetch overlaps
+    aborted_transactions: Sequence[tuple[int, int]] = ()
 
 
 @dataclass(slots=True)

@@ -28,6 +28,7 @@ from brook.metadata import quorum_acks
 from brook.metadata.image import BrokerInfo, PartitionInfo
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.records import leader_change_batch
+from brook.protocol.txn_marker import MARKER_BATCH_SIZE, TxnMarker
 
 from .fetch_session import FetchSession, PartitionKey
 from .leader_state import FollowerState, IsrUpdate, LeaderState, Reaction
@@ -214,6 +215,26 @@ class Partition:
             self.maybe_increment_high_watermark()
         return result
 
+    def append_marker(self, marker: TxnMarker, now_ms: int) -> AppendResult:
+        """Write a transaction marker as leader (WriteTxnMarkers, acks=all as Kafka's
+        coordinator asks): refused like an acks=all produce when the ISR is below the
+        effective min ISR, then the log's epoch checks."""
+        state = self.leader_state
+        if not self.is_leader or state is None:
+            raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER)
+        if state.under_min_isr:
+            raise KafkaError(
+                Errors.NOT_ENOUGH_REPLICAS,
+                f"The size of the current ISR {set(state.isr)} is insufficient to satisfy the "
+                f"min.isr requirement of {state.effective_min_isr} for partition "
+                f"{self.topic}-{self.partition}",
+            )
+        result, _ = self.log.append_marker(marker, self.leader_epoch, now_ms)
+        self.appended_bytes += MARKER_BATCH_SIZE
+        self.notify_appended()
+        self.maybe_increment_high_watermark()
+        return result
+
     def wait_for_acks(self, required_offset: int) -> asyncio.Future[None] | None:
         """Resolved once the HW reaches ``required_offset`` (failed with
         NOT_ENOUGH_REPLICAS_AFTER_APPEND if the maximal ISR is then below the effective min
@@ -360,6 +381,17 @@ class Partition:
         return reaction
 
     # ------------------------------------------------------------------ fetch
+    @property
+    def last_stable_offset(self) -> int:
+        """The offset below which every transaction is decided and its marker replicated
+        (Kafka's LSO): what a read_committed consumer may read up to; the HW without any
+        undecided transaction."""
+        log = self.log
+        hw = self.high_watermark
+        log.on_high_watermark(hw)
+        first_unstable = log.first_unstable_offset()
+        return hw if first_unstable is None else min(first_unstable, hw)
+
     def read(
         self,
         offset: int,
@@ -368,8 +400,14 @@ class Partition:
         for_follower: bool,
         min_one_batch: bool,
         spans: bool = False,
+        read_committed: bool = False,
     ) -> ReadResult:
-        upper = None if for_follower else self.high_watermark
+        if for_follower:
+            upper = None
+        elif read_committed:
+            upper = self.last_stable_offset
+        else:
+            upper = self.high_watermark
         return self.log.read(offset, max_bytes, upper, min_one_batch, spans)
 
     def add_data_waiter(self, fut: asyncio.Future[None], *, follower: bool = False) -> None:

@@ -23,6 +23,7 @@ _PART_V4 = struct.Struct(">ihqq")
 _INT32 = struct.Struct(">i")
 _EPOCH_END = struct.Struct(">iq")
 _LEADER = struct.Struct(">ii")
+_ABORTED = struct.Struct(">qq")  # producer id, first offset
 
 
 class FetchPartitionData(Protocol):
@@ -34,6 +35,8 @@ class FetchPartitionData(Protocol):
     preferred_read_replica: int
     diverging_epoch: tuple[int, int] | None
     current_leader: tuple[int, int] | None
+    # (producer id, first offset) pairs; sent only to read_committed fetches
+    aborted_transactions: Sequence[tuple[int, int]]
 
 
 NodeEndpoint = tuple[int, str, int, str | None]
@@ -57,7 +60,7 @@ def encode_fetch_response(
     else:
         head += _INT32.pack(throttle_ms)
     head += uvarint(len(topics) + 1) if flexible else _INT32.pack(len(topics))
-    aborted = (
+    none_aborted = (
         (b"\x01" if flexible else b"\x00\x00\x00\x00")
         if read_committed
         else (b"\x00" if flexible else b"\xff\xff\xff\xff")
@@ -78,7 +81,15 @@ def encode_fetch_response(
                 )
             else:
                 head += _PART_V4.pack(index, p.error_code, p.high_watermark, p.last_stable_offset)
-            head += aborted
+            txns = p.aborted_transactions if read_committed else ()
+            if txns:
+                head += uvarint(len(txns) + 1) if flexible else _INT32.pack(len(txns))
+                for producer_id, first_offset in txns:
+                    head += _ABORTED.pack(producer_id, first_offset)
+                    if flexible:
+                        head += b"\x00"
+            else:
+                head += none_aborted
             if version >= 11:
                 head += _INT32.pack(p.preferred_read_replica)
             records = p.records

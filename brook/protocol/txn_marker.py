@@ -114,3 +114,7 @@ def read_marker(batch: bytes | bytearray | memoryview, pos: int = 0) -> TxnMarke
         kind == ControlType.COMMIT,
         coordinator_epoch,
     )
+
+
+# Every marker batch has this size: its key and value have fixed widths.
+MARKER_BATCH_SIZE = len(marker_batch(TxnMarker(0, 0, True, 0), timestamp=0))

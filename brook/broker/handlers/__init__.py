@@ -39,4 +39,5 @@ from . import (  # noqa: F401
     produce,
     raft_rpcs,
     sync_group,
+    write_txn_markers,
 )

@@ -1,4 +1,6 @@
-"""Fetch (1), v4-18: consumers read up to the high watermark, followers up to the log end.
+"""Fetch (1), v4-18: consumers read up to the high watermark (read_committed ones up to the
+last stable offset, told the aborted transactions their range overlaps), followers up to the
+log end.
 
 A consumer needs READ on each topic, a follower CLUSTER_ACTION on the cluster
 (TOPIC_AUTHORIZATION_FAILED per partition otherwise). A follower (replica id >= 0: the
@@ -153,7 +155,7 @@ def _serve(
             version, [], error_code=session.error_code, read_committed=read_committed
         )
     max_bytes = min(request.max_bytes, int(broker.config["fetch.max.bytes"]))
-    fetch = _Fetch(broker, ctx, session, replica_id, broker_epoch, max_bytes)
+    fetch = _Fetch(broker, ctx, session, replica_id, broker_epoch, max_bytes, read_committed)
     fetch.read()
     if fetch.done(request.min_bytes) or max_wait <= 0:
         return fetch.response(read_committed)
@@ -182,8 +184,11 @@ class _Fetch:
         replica_id: int,
         broker_epoch: int,
         max_bytes: int,
+        read_committed: bool = False,
     ) -> None:
         self.broker = broker
+        # isolation_level 1: up to the last stable offset, with the aborted transactions
+        self.read_committed = read_committed and replica_id < 0
         self.ctx = ctx
         self.session = session
         self.replica_id = replica_id
@@ -297,7 +302,7 @@ class _Fetch:
         result = PartitionResult(
             Errors.NONE,
             partition.high_watermark,
-            partition.high_watermark,
+            partition.high_watermark if self.is_follower else partition.last_stable_offset,
             log.log_start_offset,
             b"",
         )
@@ -316,7 +321,13 @@ class _Fetch:
                 for_follower=self.is_follower,
                 min_one_batch=min_one,
                 spans=True,
+                read_committed=self.read_committed,
             )
+            if self.read_committed and data.records:
+                result.aborted_transactions = [
+                    (txn.producer_id, txn.first_offset)
+                    for txn in log.aborted_transactions(fp.fetch_offset, result.last_stable_offset)
+                ]
         except KafkaError as exc:
             result.error_code = exc.code
             return result, partition

@@ -1,7 +1,8 @@
 """ListOffsets (2), v1-10: earliest (-2), latest (-1, the high watermark), max timestamp (-3,
 v7+), earliest local (-4, v8+), latest tiered (-5, v9+: none without tiered storage), or the
 first offset whose timestamp is at or after the given one, below the high watermark (below
-the log end for a replica's request, as Kafka answers a follower).
+the log end for a replica's request, as Kafka answers a follower). With isolation_level 1
+(v2+, read_committed) the bound is the last stable offset instead of the high watermark.
 
 A leader elected with a high watermark below the start of its epoch (its followers have not
 fetched yet) answers a client's "latest", and a timestamp lookup that finds nothing below
@@ -29,6 +30,7 @@ LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -1, -2, -3, -4,
 def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     rm = ctx.broker.replica_manager
     client = int(getattr(request, "replica_id", -1)) < 0
+    read_committed = client and int(getattr(request, "isolation_level", 0)) == 1
     seen: set[tuple[str, int]] = set()
     duplicates = {
         (t.name, p.partition_index)
@@ -70,6 +72,8 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
             # A consumer reads up to the high watermark; a replica (a follower out of range
             # asking where the leader's log ends) up to the log end, as in Kafka.
             upper = hw if client else log.log_end_offset
+            if read_committed:
+                upper = partition.last_stable_offset
             if target == LATEST:
                 if lagging:
                     entry["error_code"] = Errors.OFFSET_NOT_AVAILABLE

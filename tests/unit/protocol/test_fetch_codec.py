@@ -26,6 +26,7 @@ class Part:
     preferred_read_replica: int = -1
     diverging_epoch: tuple[int, int] | None = None
     current_leader: tuple[int, int] | None = None
+    aborted_transactions: tuple[tuple[int, int], ...] = ()
 
 
 parts = st.builds(
@@ -41,6 +42,9 @@ parts = st.builds(
     preferred_read_replica=st.integers(-1, 3),
     diverging_epoch=st.one_of(st.none(), st.tuples(st.integers(0, 9), st.integers(0, 999))),
     current_leader=st.one_of(st.none(), st.tuples(st.integers(0, 9), st.integers(0, 99))),
+    aborted_transactions=st.lists(
+        st.tuples(st.integers(0, 2**62), st.integers(0, 2**40)), max_size=3
+    ).map(tuple),
 )
 
 
@@ -62,7 +66,14 @@ def _reference(
                         "high_watermark": p.high_watermark,
                         "last_stable_offset": p.last_stable_offset,
                         "log_start_offset": p.log_start_offset,
-                        "aborted_transactions": () if committed else None,
+                        "aborted_transactions": (
+                            [
+                                {"producer_id": pid, "first_offset": first}
+                                for pid, first in p.aborted_transactions
+                            ]
+                            if committed
+                            else None
+                        ),
                         "preferred_read_replica": p.preferred_read_replica,
                         "records": p.records,
                         **(

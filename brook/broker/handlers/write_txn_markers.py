@@ -1,0 +1,89 @@
+"""WriteTxnMarkers (27), v1: a transaction coordinator's COMMIT or ABORT markers, written to
+every partition of the transaction that this broker leads, each with acks=all (Kafka's
+coordinator appends them so), answered per partition once replicated or at
+``request.timeout.ms``.
+
+A partition this broker does not lead gets NOT_LEADER_OR_FOLLOWER (or
+UNKNOWN_TOPIC_OR_PARTITION for one that does not exist); a marker of an older producer epoch
+INVALID_PRODUCER_EPOCH; one from a coordinator epoch older than the last marker's
+TRANSACTION_COORDINATOR_FENCED; an ISR below the effective min ISR NOT_ENOUGH_REPLICAS (the
+coordinator retries each of these as Kafka's does). The sender needs CLUSTER_ACTION on the
+cluster (CLUSTER_AUTHORIZATION_FAILED on every partition otherwise).
+
+v2 (transaction version 2, KIP-890) is not served: Brook's coordinator writes v1 markers.
+Markers to ``__consumer_offsets`` are written, but the offsets a transaction committed
+(TxnOffsetCommit) are not yet applied by them (docs/design.md, "Transactions").
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from brook.protocol.api import ApiKey
+from brook.protocol.errors import Errors, KafkaError
+from brook.protocol.txn_marker import TxnMarker
+from brook.security.acl import AclOperation
+
+from .. import authz
+from ..delayed import DelayedProduce, PendingAcks
+from ..registry import RequestContext, handler
+
+
+@handler(ApiKey.WRITE_TXN_MARKERS, (1, 1))
+def handle(ctx: RequestContext, request: Any) -> Any:
+    rm = ctx.broker.replica_manager
+    allowed = authz.authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
+    now = int(time.time() * 1000)
+    markers = []
+    pending: list[tuple[dict[str, Any], PendingAcks]] = []
+    for m in request.markers:
+        marker = TxnMarker(
+            int(m.producer_id),
+            int(m.producer_epoch),
+            bool(m.transaction_result),
+            int(m.coordinator_epoch),
+        )
+        topics = []
+        for t in m.topics:
+            partitions = []
+            for index in t.partition_indexes:
+                entry: dict[str, Any] = {"partition_index": index, "error_code": Errors.NONE}
+                partitions.append(entry)
+                if not allowed:
+                    entry["error_code"] = Errors.CLUSTER_AUTHORIZATION_FAILED
+                    continue
+                partition, code = rm.leader_partition(t.name, index)
+                if partition is None:
+                    entry["error_code"] = code
+                    continue
+                try:
+                    result = partition.append_marker(marker, now)
+                except KafkaError as exc:
+                    entry["error_code"] = exc.code
+                    continue
+                pending.append((entry, PendingAcks(partition, result.last_offset + 1)))
+            topics.append({"name": t.name, "partitions": partitions})
+        markers.append({"producer_id": marker.producer_id, "topics": topics})
+    response = {"markers": markers}
+    delayed = DelayedProduce([item for _, item in pending])
+    if not delayed.waiting:
+        _settle(pending)
+        return response
+    return _complete(response, delayed, pending, int(ctx.broker.config["request.timeout.ms"]))
+
+
+def _settle(pending: list[tuple[dict[str, Any], PendingAcks]]) -> None:
+    for entry, item in pending:
+        entry["error_code"] = item.error_code
+
+
+async def _complete(
+    response: dict[str, Any],
+    delayed: DelayedProduce,
+    pending: list[tuple[dict[str, Any], PendingAcks]],
+    timeout_ms: int,
+) -> dict[str, Any]:
+    await delayed.wait(timeout_ms)
+    _settle(pending)
+    return response

@@ -1,0 +1,292 @@
+"""Transaction markers on a real broker: WriteTxnMarkers (as a coordinator sends it) ends
+transactions produced with transactional batches; read_committed fetches stop at the last
+stable offset and are told the aborted transactions (raw Fetch, ListOffsets, Brook's consumer
+and confluent-kafka's), read_uncommitted ones see everything; Kafka's errors for stale
+markers; all of it after a kill -9."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import confluent_kafka
+from rawclient import RawClient, create_topic, fetch, produce
+from support import BrookProcess
+
+from brook.client.cluster import TopicPartition
+from brook.client.consumer import Consumer
+from brook.protocol.errors import Errors
+from brook.protocol.records import build_simple_batch, iter_records
+
+READ_COMMITTED = 1
+
+
+def _init(c: RawClient) -> tuple[int, int]:
+    resp = c.request(
+        22,
+        4,
+        {
+            "transactional_id": None,
+            "transaction_timeout": 60000,
+            "producer_id": -1,
+            "producer_epoch": -1,
+        },
+    )
+    assert resp.error_code == 0
+    return resp.producer_id, resp.producer_epoch
+
+
+class TxnProducer:
+    """Transactional batches of one producer id (sequence numbers kept)."""
+
+    def __init__(self, c: RawClient, topic: str) -> None:
+        self.c, self.topic = c, topic
+        self.pid, self.epoch = _init(c)
+        self.seq = 0
+
+    def send(self, *values: bytes, epoch: int | None = None) -> tuple[int, int]:
+        batch = build_simple_batch(
+            list(values),
+            producer_id=self.pid,
+            producer_epoch=self.epoch if epoch is None else epoch,
+            base_sequence=self.seq,
+            transactional=True,
+            timestamp=int(time.time() * 1000),
+        )
+        resp = self.c.request(
+            0,
+            9,
+            {
+                "transactional_id": "app",
+                "acks": -1,
+                "timeout": 30000,
+                "topic_data": [
+                    {"name": self.topic, "partition_data": [{"index": 0, "records": batch}]}
+                ],
+            },
+        )
+        part = resp.responses[0].partition_responses[0]
+        if part.error_code == 0:
+            self.seq += len(values)
+        return part.error_code, part.base_offset
+
+    def end(self, commit: bool, *, epoch: int | None = None, coordinator_epoch: int = 0) -> int:
+        return write_marker(
+            self.c,
+            self.pid,
+            self.epoch if epoch is None else epoch,
+            commit,
+            [(self.topic, 0)],
+            coordinator_epoch,
+        )[0]
+
+
+def write_marker(
+    c: RawClient,
+    pid: int,
+    epoch: int,
+    commit: bool,
+    partitions: list[tuple[str, int]],
+    coordinator_epoch: int = 0,
+) -> list[int]:
+    resp = c.request(
+        27,
+        1,
+        {
+            "markers": [
+                {
+                    "producer_id": pid,
+                    "producer_epoch": epoch,
+                    "transaction_result": commit,
+                    "topics": [{"name": t, "partition_indexes": [p]} for t, p in partitions],
+                    "coordinator_epoch": coordinator_epoch,
+                }
+            ]
+        },
+    )
+    (marker,) = resp.markers
+    assert marker.producer_id == pid
+    return [p.error_code for t in marker.topics for p in t.partitions]
+
+
+def fetch_at(c: RawClient, topic: str, level: int) -> Any:
+    request: dict[str, Any] = {
+        "replica_id": -1,
+        "replica_state": {"replica_id": -1, "replica_epoch": -1},
+        "max_wait": 0,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": level,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {
+                        "partition": 0,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": 0,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 1 << 20,
+                    }
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
+    return c.request(1, 12, request).responses[0].partitions[0]
+
+
+def values(part: Any) -> list[bytes]:
+    return [r.value for _, r in iter_records(part.records or b"") if r.value is not None]
+
+
+def latest(c: RawClient, topic: str, level: int) -> int:
+    resp = c.request(
+        2,
+        7,
+        {
+            "replica_id": -1,
+            "isolation_level": level,
+            "topics": [
+                {
+                    "name": topic,
+                    "partitions": [
+                        {"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}
+                    ],
+                }
+            ],
+        },
+    )
+    part = resp.topics[0].partitions[0]
+    assert part.error_code == 0
+    return part.offset
+
+
+def _scenario(c: RawClient, topic: str) -> tuple[TxnProducer, TxnProducer]:
+    """offsets: 0 a1 (A), 1 b1 (B), 2 a2 (A), 3 ABORT(A), 4 b2 (B), 5 COMMIT(B), 6 c1 (C, open)"""
+    a, b = TxnProducer(c, topic), TxnProducer(c, topic)
+    assert a.send(b"a1") == (0, 0)
+    assert b.send(b"b1") == (0, 1)
+    assert a.send(b"a2") == (0, 2)
+    # Nothing decided yet: a read_committed fetch gets nothing, the LSO is A's first offset.
+    part = fetch_at(c, topic, READ_COMMITTED)
+    assert (part.high_watermark, part.last_stable_offset, values(part)) == (3, 0, [])
+    assert latest(c, topic, READ_COMMITTED) == 0 and latest(c, topic, 0) == 3
+    assert a.end(commit=False) == Errors.NONE
+    assert b.send(b"b2") == (0, 4)
+    assert b.end(commit=True) == Errors.NONE
+    return a, b
+
+
+def _check_decided(c: RawClient, topic: str, a: TxnProducer, open_from: int) -> None:
+    committed = fetch_at(c, topic, READ_COMMITTED)
+    assert committed.last_stable_offset == open_from
+    assert [(t.producer_id, t.first_offset) for t in committed.aborted_transactions] == [(a.pid, 0)]
+    # The broker returns whole batches below the LSO; the client drops the aborted ones.
+    assert values(committed) == [b"a1", b"b1", b"a2", b"b2"]
+    uncommitted = fetch_at(c, topic, 0)
+    assert uncommitted.aborted_transactions is None
+    assert uncommitted.last_stable_offset == open_from
+    assert latest(c, topic, READ_COMMITTED) == open_from
+
+
+def test_markers_decide_what_read_committed_fetches_see(
+    brook: BrookProcess, unique_topic: str
+) -> None:
+    with RawClient(brook.bootstrap) as c:
+        create_topic(c, unique_topic)
+        a, _ = _scenario(c, unique_topic)
+        _check_decided(c, unique_topic, a, open_from=6)
+        assert TxnProducer(c, unique_topic).send(b"c1") == (0, 6)
+        _check_decided(c, unique_topic, a, open_from=6)
+        assert latest(c, unique_topic, 0) == 7
+    brook.restart(clean=False)
+    with RawClient(brook.bootstrap) as c:
+        _check_decided(c, unique_topic, a, open_from=6)
+
+
+def test_brooks_and_confluents_read_committed_consumers(
+    brook: BrookProcess, unique_topic: str
+) -> None:
+    with RawClient(brook.bootstrap) as c:
+        create_topic(c, unique_topic)
+        _scenario(c, unique_topic)
+        TxnProducer(c, unique_topic).send(b"open")  # holds the LSO at 6
+
+    def brook_read(level: str) -> list[bytes]:
+        consumer = Consumer({"bootstrap.servers": brook.bootstrap, "isolation.level": level})
+        try:
+            consumer.assign([TopicPartition(unique_topic, 0)])
+            consumer.seek(TopicPartition(unique_topic, 0), 0)
+            got: list[bytes] = []
+            deadline = time.monotonic() + 10
+            want = 2 if level == "read_committed" else 5
+            while len(got) < want and time.monotonic() < deadline:
+                got += [r.value for r in consumer.poll(200)]
+            got += [r.value for r in consumer.poll(300)]  # nothing more may come
+            return got
+        finally:
+            consumer.close()
+
+    def confluent_read(level: str) -> list[bytes]:
+        consumer = confluent_kafka.Consumer(
+            {
+                "bootstrap.servers": brook.bootstrap,
+                "group.id": f"txn-{uuid.uuid4().hex}",
+                "isolation.level": level,
+                "enable.auto.commit": False,
+                "enable.partition.eof": True,
+            }
+        )
+        try:
+            consumer.assign([confluent_kafka.TopicPartition(unique_topic, 0, 0)])
+            got: list[bytes] = []
+            deadline = time.monotonic() + 15
+            while time.monotonic() < deadline:
+                msg = consumer.poll(0.2)
+                if msg is None:
+                    continue
+                if msg.error():
+                    assert msg.error().code() == confluent_kafka.KafkaError._PARTITION_EOF
+                    return got
+                got.append(msg.value())
+            raise AssertionError(f"no end of partition after {got}")
+        finally:
+            consumer.close()
+
+    assert brook_read("read_committed") == [b"b1", b"b2"]
+    assert brook_read("read_uncommitted") == [b"a1", b"b1", b"a2", b"b2", b"open"]
+    assert confluent_read("read_committed") == [b"b1", b"b2"]
+    assert confluent_read("read_uncommitted") == [b"a1", b"b1", b"a2", b"b2", b"open"]
+
+
+def test_stale_markers_get_kafkas_errors(brook: BrookProcess, unique_topic: str) -> None:
+    with RawClient(brook.bootstrap) as c:
+        create_topic(c, unique_topic)
+        p = TxnProducer(c, unique_topic)
+        p.send(b"x")
+        assert p.end(commit=True, coordinator_epoch=3) == Errors.NONE
+        end = latest(c, unique_topic, 0)
+        assert p.end(commit=True, coordinator_epoch=2) == Errors.TRANSACTION_COORDINATOR_FENCED
+        # A fencing abort under a bumped epoch; then the old epoch is refused everywhere.
+        p.send(b"y")
+        assert p.end(commit=False, epoch=p.epoch + 1, coordinator_epoch=3) == Errors.NONE
+        assert p.end(commit=True, coordinator_epoch=3) == Errors.INVALID_PRODUCER_EPOCH
+        assert p.send(b"zombie")[0] == Errors.INVALID_PRODUCER_EPOCH
+        assert latest(c, unique_topic, 0) == end + 2
+        missing = write_marker(c, p.pid, p.epoch + 1, True, [(f"no-{unique_topic}", 0)], 3)
+        assert missing == [Errors.UNKNOWN_TOPIC_OR_PARTITION]
+        # Non-transactional data inside an open transaction.
+        q = TxnProducer(c, unique_topic)
+        q.send(b"open")
+        plain = build_simple_batch(
+            [b"plain"], producer_id=q.pid, producer_epoch=q.epoch, base_sequence=q.seq
+        )
+        part = produce(c, unique_topic, 0, plain).responses[0].partition_responses[0]
+        assert part.error_code == Errors.INVALID_TXN_STATE
+        assert fetch(c, unique_topic, 0, 0).responses[0].partitions[0].error_code == 0
