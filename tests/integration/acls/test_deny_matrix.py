@@ -349,6 +349,22 @@ def _replica_offset_for_leader_epoch(raw: RawClient, topic: str, group: str) -> 
     return response.topics[0].partitions[0].error_code
 
 
+def _write_txn_markers(raw: RawClient, topic: str, group: str) -> int:
+    request = {
+        "markers": [
+            {
+                "producer_id": 12345,
+                "producer_epoch": 0,
+                "transaction_result": False,
+                "topics": [{"name": topic, "partition_indexes": [0]}],
+                "coordinator_epoch": 0,
+            }
+        ]
+    }
+    response = raw.request(ApiKey.WRITE_TXN_MARKERS, 1, request)
+    return response.markers[0].topics[0].partitions[0].error_code
+
+
 ROWS = [
     Row("produce", [(TOPIC, "{t}", WRITE)], _produce, E.TOPIC_AUTHORIZATION_FAILED),
     Row(
@@ -494,6 +510,13 @@ ROWS = [
         "replica-offset-for-leader-epoch",
         [(CLUSTER, "kafka-cluster", 9)],
         _replica_offset_for_leader_epoch,
+        E.CLUSTER_AUTHORIZATION_FAILED,
+    ),
+    # a transaction coordinator's markers (here: an abort of a producer with nothing open)
+    Row(
+        "write-txn-markers",
+        [(CLUSTER, "kafka-cluster", 9)],
+        _write_txn_markers,
         E.CLUSTER_AUTHORIZATION_FAILED,
     ),
     Row(
