@@ -19,6 +19,7 @@ from . import (  # noqa: F401
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_producers,
     describe_quorum,
     elect_leaders,
     fetch,

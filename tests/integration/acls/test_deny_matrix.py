@@ -365,6 +365,12 @@ def _write_txn_markers(raw: RawClient, topic: str, group: str) -> int:
     return response.markers[0].topics[0].partitions[0].error_code
 
 
+def _describe_producers(raw: RawClient, topic: str, group: str) -> int:
+    request = {"topics": [{"name": topic, "partition_indexes": [0]}]}
+    response = raw.request(ApiKey.DESCRIBE_PRODUCERS, 0, request)
+    return response.topics[0].partitions[0].error_code
+
+
 ROWS = [
     Row("produce", [(TOPIC, "{t}", WRITE)], _produce, E.TOPIC_AUTHORIZATION_FAILED),
     Row(
@@ -390,6 +396,12 @@ ROWS = [
         allowed=E.COORDINATOR_NOT_AVAILABLE,
     ),
     Row("fetch", [(TOPIC, "{t}", READ)], _fetch, E.TOPIC_AUTHORIZATION_FAILED),
+    Row(
+        "describe-producers",
+        [(TOPIC, "{t}", READ)],
+        _describe_producers,
+        E.TOPIC_AUTHORIZATION_FAILED,
+    ),
     Row("list-offsets", [(TOPIC, "{t}", DESCRIBE)], _list_offsets, E.TOPIC_AUTHORIZATION_FAILED),
     Row("metadata", [(TOPIC, "{t}", DESCRIBE)], _metadata, E.TOPIC_AUTHORIZATION_FAILED),
     Row(

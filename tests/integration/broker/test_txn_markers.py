@@ -2,7 +2,7 @@
 transactions produced with transactional batches; read_committed fetches stop at the last
 stable offset and are told the aborted transactions (raw Fetch, ListOffsets, Brook's consumer
 and confluent-kafka's), read_uncommitted ones see everything; Kafka's errors for stale
-markers; all of it after a kill -9."""
+markers; DescribeProducers shows the open transaction; all of it after a kill -9."""
 
 from __future__ import annotations
 
@@ -290,3 +290,36 @@ def test_stale_markers_get_kafkas_errors(brook: BrookProcess, unique_topic: str)
         part = produce(c, unique_topic, 0, plain).responses[0].partition_responses[0]
         assert part.error_code == Errors.INVALID_TXN_STATE
         assert fetch(c, unique_topic, 0, 0).responses[0].partitions[0].error_code == 0
+
+
+def describe_producers(c: RawClient, topic: str, partitions: list[int]) -> list[Any]:
+    resp = c.request(61, 0, {"topics": [{"name": topic, "partition_indexes": partitions}]})
+    return list(resp.topics[0].partitions)
+
+
+def test_describe_producers_shows_open_transactions(brook: BrookProcess, unique_topic: str) -> None:
+    with RawClient(brook.bootstrap) as c:
+        create_topic(c, unique_topic)
+        done, hanging = TxnProducer(c, unique_topic), TxnProducer(c, unique_topic)
+        done.send(b"a", b"b")
+        assert done.end(commit=True, coordinator_epoch=4) == Errors.NONE
+        hanging.send(b"c")  # offset 3: its marker never comes
+        (part,) = describe_producers(c, unique_topic, [0])
+        assert part.error_code == 0
+        states = {p.producer_id: p for p in part.active_producers}
+        assert states.keys() == {done.pid, hanging.pid}
+        d, h = states[done.pid], states[hanging.pid]
+        assert (d.producer_epoch, d.last_sequence, d.coordinator_epoch) == (done.epoch, 1, 4)
+        assert d.current_txn_start_offset == -1
+        assert (h.last_sequence, h.current_txn_start_offset) == (0, 3)
+        assert h.last_timestamp > 0
+        missing = describe_producers(c, f"no-{unique_topic}", [0])
+        assert missing[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
+        assert describe_producers(c, unique_topic, [5])[0].error_code == (
+            Errors.UNKNOWN_TOPIC_OR_PARTITION
+        )
+    brook.restart(clean=False)
+    with RawClient(brook.bootstrap) as c:
+        (part,) = describe_producers(c, unique_topic, [0])
+        after = {p.producer_id: p.current_txn_start_offset for p in part.active_producers}
+        assert after == {done.pid: -1, hanging.pid: 3}
