@@ -102,6 +102,11 @@ def write_marker(
 
 
 def fetch_at(c: RawClient, topic: str, level: int) -> Any:
+    """Partition 0 of ``topic`` from offset 0."""
+    return fetch_at_offset(c, topic, level, 0)
+
+
+def fetch_at_offset(c: RawClient, topic: str, level: int, offset: int) -> Any:
     request: dict[str, Any] = {
         "replica_id": -1,
         "replica_state": {"replica_id": -1, "replica_epoch": -1},
@@ -118,7 +123,7 @@ def fetch_at(c: RawClient, topic: str, level: int) -> Any:
                     {
                         "partition": 0,
                         "current_leader_epoch": -1,
-                        "fetch_offset": 0,
+                        "fetch_offset": offset,
                         "last_fetched_epoch": -1,
                         "log_start_offset": -1,
                         "partition_max_bytes": 1 << 20,
