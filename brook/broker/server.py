@@ -56,6 +56,7 @@ from .replica_fetcher.codec import FetchSettings
 from .replica_fetcher.fetcher import FetcherConfig
 from .replica_fetcher.manager import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
+from .txn.coordinator import TransactionCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +114,7 @@ class Broker:
         self.replica_fetchers: ReplicaFetcherManager | None = None
         self.producer_ids: ProducerIdManager
         self.group_coordinator: GroupCoordinator | None = None
+        self.txn_coordinator: TransactionCoordinator | None = None
 
     @property
     def image(self) -> MetadataImage:
@@ -305,6 +307,10 @@ class Broker:
         self.group_coordinator = GroupCoordinator(self)
         self.replica_manager.add_leadership_listener(self.group_coordinator.on_leadership)
         self.group_coordinator.start()
+        # transaction coordinator: loads __transaction_state partitions as this node leads them
+        self.txn_coordinator = TransactionCoordinator(self)
+        self.replica_manager.add_leadership_listener(self.txn_coordinator.on_leadership)
+        self.txn_coordinator.start()
         self.replica_manager.start_isr_management(self.controller, lambda: self.broker_epoch)
         # the fetchers learn the partitions this broker follows as they are applied
         self.replica_fetchers = self._replica_fetcher_manager(self.replica_manager)
@@ -407,6 +413,8 @@ class Broker:
         await self.socket_server.stop()
         if self.group_coordinator is not None:
             await self.group_coordinator.stop()
+        if self.txn_coordinator is not None:
+            await self.txn_coordinator.stop()
         if self.replica_fetchers is not None:
             await self.replica_fetchers.stop()  # no append may race the logs closing
         if self.replica_manager is not None:

@@ -1,6 +1,8 @@
 """One module per Kafka API; importing this package registers every handler in the table."""
 
 from . import (  # noqa: F401
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     allocate_producer_ids,
     alter_configs,
     alter_partition,
@@ -22,6 +24,7 @@ from . import (  # noqa: F401
     describe_producers,
     describe_quorum,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,

@@ -1,6 +1,6 @@
 """FindCoordinator (10), v0-6 (v4+ batched): the leader of the group's ``__consumer_offsets``
-partition, creating the topic on first use. Group keys only: transaction coordinators
-(key type 1) get COORDINATOR_NOT_AVAILABLE, other key types INVALID_REQUEST.
+partition, creating the topic on first use; for a transactional id (key type 1) the leader of
+its ``__transaction_state`` partition, likewise; other key types INVALID_REQUEST.
 
 A group key needs DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), a transactional id
 DESCRIBE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
@@ -50,7 +50,7 @@ async def _find(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
     elif key_type == GROUP_KEY:
         error, node_id = await ctx.broker.group_coordinator.find_coordinator(key)
     elif key_type == TRANSACTION_KEY:
-        error, node_id = Errors.COORDINATOR_NOT_AVAILABLE, -1
+        error, node_id = await ctx.broker.txn_coordinator.find_coordinator(key)
     else:
         error, node_id = Errors.INVALID_REQUEST, -1
     endpoint = ctx.broker.image.alive_endpoint(node_id, ctx.listener) if not error else None

@@ -30,6 +30,34 @@ from ..delayed import DelayedProduce, PendingAcks
 from ..registry import RequestContext, handler
 
 
+async def write_local(
+    broker: Any, marker: TxnMarker, partitions: list[tuple[str, int]], timeout_ms: int
+) -> dict[tuple[str, int], int]:
+    """Write ``marker`` to partitions this broker leads (the coordinator's own, without a
+    request to itself): partition -> error, as WriteTxnMarkers would answer."""
+    rm = broker.replica_manager
+    now = int(time.time() * 1000)
+    errors: dict[tuple[str, int], int] = {}
+    pending: list[tuple[tuple[str, int], PendingAcks]] = []
+    for tp in partitions:
+        partition, code = rm.leader_partition(tp[0], tp[1])
+        if partition is None:
+            errors[tp] = code
+            continue
+        try:
+            result = partition.append_marker(marker, now)
+        except KafkaError as exc:
+            errors[tp] = exc.code
+            continue
+        pending.append((tp, PendingAcks(partition, result.last_offset + 1)))
+    delayed = DelayedProduce([item for _, item in pending])
+    if delayed.waiting:
+        await delayed.wait(timeout_ms)
+    for tp, item in pending:
+        errors[tp] = item.error_code
+    return errors
+
+
 @handler(ApiKey.WRITE_TXN_MARKERS, (1, 1))
 def handle(ctx: RequestContext, request: Any) -> Any:
     rm = ctx.broker.replica_manager

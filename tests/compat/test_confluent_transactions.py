@@ -1,0 +1,175 @@
+"""confluent-kafka's transactional producer against a real Brook broker: commit and abort
+across partitions seen by read_committed and read_uncommitted consumers, a zombie fenced by a
+second producer with the same transactional id, a transaction aborted at its timeout,
+INVALID_TRANSACTION_TIMEOUT, and kill -9 of the broker with a transaction open and with one
+committed (the coordinator reloads ``__transaction_state`` and finishes or fences them)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from rawclient import RawClient, create_topic
+from support import BrookProcess
+
+PARTITIONS = 3
+OVERRIDES = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"}
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[BrookProcess]:
+    with BrookProcess(tmp_path / "data", OVERRIDES) as process:
+        yield process
+
+
+def _topic(broker: BrookProcess) -> str:
+    topic = f"txn-{uuid.uuid4().hex[:8]}"
+    with RawClient(broker.bootstrap) as c:
+        create_topic(c, topic, partitions=PARTITIONS)
+    return topic
+
+
+def _producer(broker: BrookProcess, tid: str, **extra: object) -> Producer:
+    return Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": tid, **extra})
+
+
+def _read(broker: BrookProcess, topic: str, level: str) -> list[str]:
+    """Every record of the topic at ``level``, until each partition's end (for read_committed,
+    its last stable offset)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": f"r-{uuid.uuid4().hex}",
+            "isolation.level": level,
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        got: list[str] = []
+        ended: set[int] = set()
+        deadline = time.monotonic() + 30
+        while len(ended) < PARTITIONS:
+            assert time.monotonic() < deadline, (ended, got)
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error():
+                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                ended.add(msg.partition())
+                continue
+            got.append(msg.value().decode())
+        return sorted(got)
+    finally:
+        consumer.close()
+
+
+def _open_transactions(broker: BrookProcess, topic: str) -> list[int]:
+    """Start offsets of the open transactions of the topic's partitions (DescribeProducers)."""
+    with RawClient(broker.bootstrap) as c:
+        request = {"topics": [{"name": topic, "partition_indexes": list(range(PARTITIONS))}]}
+        resp = c.request(61, 0, request)
+    return [
+        p.current_txn_start_offset
+        for part in resp.topics[0].partitions
+        for p in part.active_producers
+        if p.current_txn_start_offset >= 0
+    ]
+
+
+def _send(producer: Producer, topic: str, prefix: str, n: int) -> None:
+    for i in range(n):
+        producer.produce(topic, f"{prefix}{i}".encode(), partition=i % PARTITIONS)
+    producer.flush(30)
+
+
+def test_commit_and_abort_as_read_committed_and_read_uncommitted_see_them(
+    broker: BrookProcess,
+) -> None:
+    topic = _topic(broker)
+    producer = _producer(broker, f"app-{uuid.uuid4().hex[:6]}")
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    _send(producer, topic, "c", 9)
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    _send(producer, topic, "a", 6)
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    _send(producer, topic, "d", 3)
+    producer.commit_transaction(30)
+    committed = sorted([f"c{i}" for i in range(9)] + [f"d{i}" for i in range(3)])
+    assert _read(broker, topic, "read_committed") == committed
+    assert _read(broker, topic, "read_uncommitted") == sorted(
+        committed + [f"a{i}" for i in range(6)]
+    )
+
+
+def test_a_second_producer_fences_the_first(broker: BrookProcess) -> None:
+    topic = _topic(broker)
+    tid = f"app-{uuid.uuid4().hex[:6]}"
+    zombie = _producer(broker, tid)
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    _send(zombie, topic, "z", 3)
+    successor = _producer(broker, tid)
+    successor.init_transactions(30)  # aborts the zombie's open transaction
+    successor.begin_transaction()
+    _send(successor, topic, "s", 3)
+    successor.commit_transaction(30)
+    with pytest.raises(KafkaException) as fenced:
+        zombie.commit_transaction(10)
+    assert fenced.value.args[0].fatal() or fenced.value.args[0].txn_requires_abort()
+    assert _read(broker, topic, "read_committed") == ["s0", "s1", "s2"]
+
+
+def test_a_transaction_past_its_timeout_is_aborted(broker: BrookProcess) -> None:
+    topic = _topic(broker)
+    producer = _producer(broker, f"app-{uuid.uuid4().hex[:6]}", **{"transaction.timeout.ms": 1000})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    _send(producer, topic, "late", 3)
+    # The coordinator aborts it (its check runs every 200 ms): the partitions' markers come.
+    deadline = time.monotonic() + 30
+    while _open_transactions(broker, topic):
+        assert time.monotonic() < deadline, "the timed-out transaction was not aborted"
+        time.sleep(0.1)
+    with pytest.raises(KafkaException):
+        producer.commit_transaction(10)
+    assert _read(broker, topic, "read_committed") == []
+    assert _read(broker, topic, "read_uncommitted") == ["late0", "late1", "late2"]
+
+
+def test_a_timeout_above_the_brokers_maximum_is_refused(broker: BrookProcess) -> None:
+    producer = _producer(
+        broker, f"app-{uuid.uuid4().hex[:6]}", **{"transaction.timeout.ms": 900_001}
+    )
+    with pytest.raises(KafkaException) as refused:
+        producer.init_transactions(10)
+    assert refused.value.args[0].code() == KafkaError.INVALID_TRANSACTION_TIMEOUT
+
+
+def test_the_coordinator_reloads_after_kill_9(broker: BrookProcess) -> None:
+    topic = _topic(broker)
+    tid = f"app-{uuid.uuid4().hex[:6]}"
+    producer = _producer(broker, tid)
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    _send(producer, topic, "c", 3)
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    _send(producer, topic, "open", 3)  # never ended: its producer dies with the broker
+    broker.kill()
+    broker.start()
+    successor = _producer(broker, tid)
+    successor.init_transactions(60)  # fences and aborts the open one, loaded from the log
+    successor.begin_transaction()
+    _send(successor, topic, "n", 3)
+    successor.commit_transaction(30)
+    assert _read(broker, topic, "read_committed") == ["c0", "c1", "c2", "n0", "n1", "n2"]
+    assert "open0" in _read(broker, topic, "read_uncommitted")
