@@ -173,3 +173,64 @@ def test_the_coordinator_reloads_after_kill_9(broker: BrookProcess) -> None:
     successor.commit_transaction(30)
     assert _read(broker, topic, "read_committed") == ["c0", "c1", "c2", "n0", "n1", "n2"]
     assert "open0" in _read(broker, topic, "read_uncommitted")
+
+
+def _committed(broker: BrookProcess, group: str, topic: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        found = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], 30)
+    finally:
+        consumer.close()
+    return {tp.partition: tp.offset for tp in found if tp.offset >= 0}
+
+
+def test_offsets_sent_to_a_transaction_commit_and_abort_with_it(broker: BrookProcess) -> None:
+    source, sink = _topic(broker), _topic(broker)
+    loader = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(30):
+        loader.produce(source, f"in{i}".encode(), partition=i % PARTITIONS)
+    loader.flush(30)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": group,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    producer = _producer(broker, f"etl-{uuid.uuid4().hex[:6]}")
+    producer.init_transactions(30)
+    try:
+        consumer.subscribe([source])
+        seen: list[str] = []
+        deadline = time.monotonic() + 60
+        while len(seen) < 30:
+            assert time.monotonic() < deadline, seen
+            batch = [m for m in consumer.consume(100, 0.5) if m.error() is None]
+            if not batch:
+                continue
+            producer.begin_transaction()
+            for msg in batch:
+                producer.produce(sink, msg.value().upper(), partition=msg.partition())
+            positions = consumer.position(consumer.assignment())
+            producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)
+            producer.commit_transaction(30)
+            seen += [m.value().decode() for m in batch]
+        committed = _committed(broker, group, source)
+        assert committed == {p: 10 for p in range(PARTITIONS)}
+        # Offsets sent to an aborted transaction are not committed.
+        producer.begin_transaction()
+        producer.produce(sink, b"x", partition=0)
+        rewound = [TopicPartition(source, p, 1) for p in range(PARTITIONS)]
+        producer.send_offsets_to_transaction(rewound, consumer.consumer_group_metadata(), 30)
+        producer.abort_transaction(30)
+        assert _committed(broker, group, source) == committed
+    finally:
+        consumer.close()
+    assert _read(broker, sink, "read_committed") == sorted(f"IN{i}" for i in range(30))
+    broker.kill()
+    broker.start()
+    # Reloaded from __consumer_offsets: the committed transactions' offsets, not the aborted.
+    assert _committed(broker, group, source) == committed

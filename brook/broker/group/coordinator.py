@@ -15,9 +15,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from brook.metadata.controller_api import ControllerError
-from brook.protocol.batch import CONTROL_BIT, LOG_OVERHEAD, CorruptBatch, check_batch
+from brook.protocol.batch import CONTROL_BIT, LOG_OVERHEAD, BatchHeader, CorruptBatch, check_batch
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.records import Record, batch_records, build_batch, encode_record
+from brook.protocol.txn_marker import MarkerFormatError, TxnMarker, read_marker
 
 from ..controller_channel import call_controller
 from .model import (
@@ -360,6 +361,65 @@ class GroupCoordinator:
                 results.update(dict.fromkeys(to_write, error))
         return results
 
+    async def commit_txn_offsets(
+        self,
+        group_id: str,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: Mapping[TopicPartition, tuple[int, int, str | None]],
+    ) -> dict[TopicPartition, int]:
+        """TxnOffsetCommit: the offsets are written as a transactional batch of the producer
+        and held until its transaction's marker reaches this partition (``complete_txn``)."""
+        error = self.group_error(group_id, allow_empty=True)
+        if error:
+            return dict.fromkeys(offsets, error)
+        now = now_ms()
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self._new_group(group_id, now)
+        if generation_id >= 0 or member_id != UNKNOWN_MEMBER_ID or group_instance_id is not None:
+            error = group.validate_offset_commit(
+                member_id=member_id,
+                group_instance_id=group_instance_id,
+                generation_id=generation_id,
+                now_ms=now,
+            )
+            if error:
+                return dict.fromkeys(offsets, error)
+        results: dict[TopicPartition, int] = {}
+        to_write: dict[TopicPartition, OffsetAndMetadata] = {}
+        for tp, (offset, leader_epoch, metadata) in offsets.items():
+            if metadata is not None and len(metadata) > self.metadata_max_bytes:
+                results[tp] = Errors.OFFSET_METADATA_TOO_LARGE
+                continue
+            to_write[tp] = OffsetAndMetadata(offset, leader_epoch, metadata or "", now)
+            results[tp] = Errors.NONE
+        if to_write:
+            group.offsets.begin_commit(to_write)
+            error, first = await self._append(
+                self.partition_for(group_id),
+                offset_records(group_id, to_write),
+                _COMMIT_ERRORS,
+                producer=(producer_id, producer_epoch),
+            )
+            group.offsets.end_txn_commit(producer_id, to_write, None if error else first)
+            if error:
+                results.update(dict.fromkeys(to_write, error))
+        return results
+
+    def complete_txn(self, index: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker of ``producer_id`` reached ``__consumer_offsets-index``: the
+        offsets its groups there hold for it are applied (COMMIT) or dropped (ABORT)."""
+        if index not in self._owned:
+            return
+        for group_id, group in self.groups.items():
+            if self.partition_for(group_id) == index:
+                group.offsets.complete_txn(producer_id, commit)
+
     def fetch_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
     ) -> tuple[int, list[tuple[TopicPartition, OffsetAndMetadata | None]]]:
@@ -490,6 +550,7 @@ class GroupCoordinator:
         index: int,
         records: Sequence[tuple[bytes, bytes | None]],
         errors: Mapping[int, int],
+        producer: tuple[int, int] | None = None,
     ) -> tuple[int, int]:
         """Append one batch to ``__consumer_offsets-index`` and wait until every in-sync
         replica has it; returns (group-level error, offset of the first record)."""
@@ -498,10 +559,24 @@ class GroupCoordinator:
         if partition is None:
             return errors.get(error, error), -1
         now = now_ms()
+        transactional: dict[str, Any] = {}
+        if producer is not None:
+            # A transactional batch of the producer (TxnOffsetCommit), its sequence following
+            # what this partition last got from it.
+            pid, epoch = producer
+            entry = partition.log.producer_state.last_entry(pid)
+            seq = entry.last_seq + 1 if entry is not None and entry.epoch == epoch else 0
+            transactional = {
+                "producer_id": pid,
+                "producer_epoch": epoch,
+                "base_sequence": max(seq, 0),
+                "transactional": True,
+            }
         batch = build_batch(
             [encode_record(i, 0, key, value) for i, (key, value) in enumerate(records)],
             base_timestamp=now,
             max_timestamp=now,
+            **transactional,
         )
         try:
             result = partition.append_as_leader(batch, -1, now)
@@ -586,16 +661,25 @@ class GroupCoordinator:
         started = time.monotonic()
         try:
             replay = Replay()
+            held: dict[int, list[Record]] = {}  # open transactions' offset records, by producer
             plog = partition.log
             offset = plog.log_start_offset
             end = plog.log_end_offset
             while offset < end:
                 data = plog.read(offset, LOAD_BUFFER_BYTES, None, True).records
                 advanced = offset
-                for last, records in _batches(bytes(data)):
-                    for record in records:
-                        replay.apply(record.key, record.value, record.offset)
-                    advanced = last + 1
+                for header, marker, records in _batches(bytes(data)):
+                    if marker is not None:
+                        # a transaction ended: its offsets count from here on (COMMIT)
+                        for record in held.pop(header.producer_id, []) if marker.commit else []:
+                            replay.apply(record.key, record.value, record.offset, newer_only=True)
+                        held.pop(header.producer_id, None)
+                    elif header.is_transactional:
+                        held.setdefault(header.producer_id, []).extend(records)
+                    else:
+                        for record in records:
+                            replay.apply(record.key, record.value, record.offset)
+                    advanced = header.last_offset + 1
                 if advanced == offset:
                     break
                 offset = advanced
@@ -610,6 +694,11 @@ class GroupCoordinator:
                     group = Group.create(group_id, self.config, now)
                 for tp, (committed, position) in replay.offsets.get(group_id, {}).items():
                     group.offsets.apply(tp, committed, position)
+                for pid, records in held.items():
+                    pending = replay.open_txn_offsets(group_id, records)
+                    for tp, (committed, position) in pending.items():
+                        group.offsets.begin_commit([tp])
+                        group.offsets.end_txn_commit(pid, {tp: committed}, position)
                 self.groups[group_id] = group
                 loaded.append(group)
             self._owned.add(index)
@@ -645,8 +734,9 @@ class GroupCoordinator:
         log.info("unloaded the groups of %s-%d", OFFSETS_TOPIC, index)
 
 
-def _batches(buf: bytes) -> Iterator[tuple[int, list[Record]]]:
-    """(last offset, records) of each whole batch in ``buf``; control batches have none."""
+def _batches(buf: bytes) -> Iterator[tuple[BatchHeader, TxnMarker | None, list[Record]]]:
+    """(header, what a transaction marker says, records) of each whole batch in ``buf``;
+    control batches have no records (a transaction marker's is read into its marker)."""
     pos = 0
     end = len(buf)
     while end - pos >= LOG_OVERHEAD:
@@ -659,6 +749,15 @@ def _batches(buf: bytes) -> Iterator[tuple[int, list[Record]]]:
             log.warning("skipping a corrupt batch in %s", OFFSETS_TOPIC)
             pos += size
             continue
-        records = [] if header.attributes & CONTROL_BIT else batch_records(buf, pos, header)
-        yield header.last_offset, records
+        marker = None
+        if header.attributes & CONTROL_BIT:
+            records: list[Record] = []
+            if header.is_transactional:
+                try:
+                    marker = read_marker(buf[pos : pos + size])
+                except MarkerFormatError:
+                    log.warning("skipping a malformed marker in %s", OFFSETS_TOPIC)
+        else:
+            records = batch_records(buf, pos, header)
+        yield header, marker, records
         pos += size

@@ -8,6 +8,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from brook.protocol.primitives import read_uvarint, skip_tagged_fields
 
@@ -309,7 +310,11 @@ class Replay:
     )
     skipped: int = 0
 
-    def apply(self, key: bytes | None, value: bytes | None, log_offset: int) -> None:
+    def apply(
+        self, key: bytes | None, value: bytes | None, log_offset: int, newer_only: bool = False
+    ) -> None:
+        """Fold one record in; ``newer_only`` (a committed transaction's offsets, applied at
+        its marker) leaves a partition a later record of the log already set."""
         if key is None:
             self.skipped += 1
             return
@@ -324,10 +329,11 @@ class Replay:
                         if not group_offsets:
                             del self.offsets[parsed.group]
                 else:
-                    self.offsets.setdefault(parsed.group, {})[tp] = (
-                        decode_offset_value(value),
-                        log_offset,
-                    )
+                    group_offsets = self.offsets.setdefault(parsed.group, {})
+                    current = group_offsets.get(tp)
+                    if newer_only and current is not None and current[1] > log_offset:
+                        return
+                    group_offsets[tp] = (decode_offset_value(value), log_offset)
             elif isinstance(parsed, GroupKey):
                 if value is None:
                     self.groups.pop(parsed.group, None)
@@ -342,6 +348,26 @@ class Replay:
         for key, value, offset in records:
             self.apply(key, value, offset)
         return self
+
+    def open_txn_offsets(
+        self, group_id: str, records: Iterable[Any]
+    ) -> dict[TopicPartition, tuple[OffsetAndMetadata, int]]:
+        """The offsets of ``group_id`` among the records of a transaction still open at the end
+        of the log (they wait for its marker)."""
+        out: dict[TopicPartition, tuple[OffsetAndMetadata, int]] = {}
+        for record in records:
+            try:
+                parsed = decode_key(record.key) if record.key is not None else None
+                if (
+                    isinstance(parsed, OffsetKey)
+                    and parsed.group == group_id
+                    and record.value is not None
+                ):
+                    tp = (parsed.topic, parsed.partition)
+                    out[tp] = (decode_offset_value(record.value), record.offset)
+            except (RecordFormatError, UnicodeDecodeError, struct.error):
+                self.skipped += 1
+        return out
 
     def group_ids(self) -> set[str]:
         return set(self.groups) | set(self.offsets)

@@ -43,5 +43,6 @@ from . import (  # noqa: F401
     produce,
     raft_rpcs,
     sync_group,
+    txn_offset_commit,
     write_txn_markers,
 )

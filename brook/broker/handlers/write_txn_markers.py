@@ -11,8 +11,8 @@ coordinator retries each of these as Kafka's does). The sender needs CLUSTER_ACT
 cluster (CLUSTER_AUTHORIZATION_FAILED on every partition otherwise).
 
 v2 (transaction version 2, KIP-890) is not served: Brook's coordinator writes v1 markers.
-Markers to ``__consumer_offsets`` are written, but the offsets a transaction committed
-(TxnOffsetCommit) are not yet applied by them (docs/design.md, "Transactions").
+A marker written to ``__consumer_offsets`` also ends the offsets the transaction committed
+there (TxnOffsetCommit): the group coordinator applies them on COMMIT, drops them on ABORT.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from brook.broker.group.store import OFFSETS_TOPIC
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.txn_marker import TxnMarker
@@ -55,7 +56,17 @@ async def write_local(
         await delayed.wait(timeout_ms)
     for tp, item in pending:
         errors[tp] = item.error_code
+    _offsets_markers(broker, marker, errors)
     return errors
+
+
+def _offsets_markers(broker: Any, marker: TxnMarker, errors: dict[tuple[str, int], int]) -> None:
+    """Markers written to ``__consumer_offsets`` end the offsets the transaction committed
+    there (TxnOffsetCommit): the group coordinator applies or drops them."""
+    groups = broker.group_coordinator
+    for (topic, index), code in errors.items():
+        if topic == OFFSETS_TOPIC and code == Errors.NONE and groups is not None:
+            groups.complete_txn(index, marker.producer_id, marker.commit)
 
 
 @handler(ApiKey.WRITE_TXN_MARKERS, (1, 1))
@@ -64,7 +75,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     allowed = authz.authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
     now = int(time.time() * 1000)
     markers = []
-    pending: list[tuple[dict[str, Any], PendingAcks]] = []
+    pending: list[tuple[dict[str, Any], PendingAcks, Any, TxnMarker, str]] = []
     for m in request.markers:
         marker = TxnMarker(
             int(m.producer_id),
@@ -90,26 +101,28 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 except KafkaError as exc:
                     entry["error_code"] = exc.code
                     continue
-                pending.append((entry, PendingAcks(partition, result.last_offset + 1)))
+                acks = PendingAcks(partition, result.last_offset + 1)
+                pending.append((entry, acks, ctx.broker, marker, t.name))
             topics.append({"name": t.name, "partitions": partitions})
         markers.append({"producer_id": marker.producer_id, "topics": topics})
     response = {"markers": markers}
-    delayed = DelayedProduce([item for _, item in pending])
+    delayed = DelayedProduce([p[1] for p in pending])
     if not delayed.waiting:
         _settle(pending)
         return response
     return _complete(response, delayed, pending, int(ctx.broker.config["request.timeout.ms"]))
 
 
-def _settle(pending: list[tuple[dict[str, Any], PendingAcks]]) -> None:
-    for entry, item in pending:
+def _settle(pending: list[tuple[dict[str, Any], PendingAcks, Any, TxnMarker, str]]) -> None:
+    for entry, item, broker, marker, topic in pending:
         entry["error_code"] = item.error_code
+        _offsets_markers(broker, marker, {(topic, entry["partition_index"]): item.error_code})
 
 
 async def _complete(
     response: dict[str, Any],
     delayed: DelayedProduce,
-    pending: list[tuple[dict[str, Any], PendingAcks]],
+    pending: list[tuple[dict[str, Any], PendingAcks, Any, TxnMarker, str]],
     timeout_ms: int,
 ) -> dict[str, Any]:
     await delayed.wait(timeout_ms)

@@ -81,7 +81,7 @@ def test_find_coordinator_every_version(groups_brook: BrookProcess, group: str) 
         assert [x.key for x in resp.coordinators] == ["a", "b", "c"]
         assert all(x.error_code == 0 and x.node_id == 1 for x in resp.coordinators)
         txn = c.request(10, 4, {"key_type": 1, "coordinator_keys": ["tx"]}).coordinators[0]
-        assert (txn.error_code, txn.node_id) == (Errors.COORDINATOR_NOT_AVAILABLE, -1)
+        assert (txn.error_code, txn.node_id) == (Errors.NONE, 1)  # the transaction coordinator
         meta = c.request(
             3, 4, {"topics": [{"name": "__consumer_offsets"}], "allow_auto_topic_creation": False}
         )
