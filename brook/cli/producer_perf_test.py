@@ -91,9 +91,13 @@ def build_parser() -> ToolParser:
         help="Brook only: write send_ms,latency_ms,partition for every record to PATH "
         "(latency -1: the record failed)",
     )
-    p.add_argument("--transactional-id", help="not supported: Brook has no transactions")
     p.add_argument(
-        "--transaction-duration-ms", type=int, help="not supported: Brook has no transactions"
+        "--transactional-id", help="not supported: Brook's producer has no transactions yet"
+    )
+    p.add_argument(
+        "--transaction-duration-ms",
+        type=int,
+        help="not supported: Brook's producer has no transactions yet",
     )
     return p
 
@@ -240,7 +244,7 @@ def check_args(a: argparse.Namespace) -> None:
         raise CommandError("--record-size should be greater than zero")
     if a.transactional_id is not None or a.transaction_duration_ms is not None:
         raise CommandError(
-            "Transactions are not supported by Brook: drop --transactional-id "
+            "Transactions are not supported by Brook's producer: drop --transactional-id "
             "and --transaction-duration-ms"
         )
 
