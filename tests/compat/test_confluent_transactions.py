@@ -234,3 +234,44 @@ def test_offsets_sent_to_a_transaction_commit_and_abort_with_it(broker: BrookPro
     broker.start()
     # Reloaded from __consumer_offsets: the committed transactions' offsets, not the aborted.
     assert _committed(broker, group, source) == committed
+
+
+def _fetch_offset(broker: BrookProcess, group: str, topic: str, stable: bool) -> tuple[int, int]:
+    """(error, committed offset) of partition 0 from OffsetFetch v7."""
+    with RawClient(broker.bootstrap) as c:
+        resp = c.request(
+            9,
+            7,
+            {
+                "group_id": group,
+                "topics": [{"name": topic, "partition_indexes": [0]}],
+                "require_stable": stable,
+            },
+        )
+    (part,) = resp.topics[0].partitions
+    return int(part.error_code), int(part.committed_offset)
+
+
+def test_offsets_of_an_open_transaction_are_unstable(broker: BrookProcess) -> None:
+    topic = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    producer = _producer(broker, f"etl-{uuid.uuid4().hex[:6]}")
+    producer.init_transactions(30)
+    try:
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(
+            [TopicPartition(topic, 0, 7)], consumer.consumer_group_metadata(), 30
+        )
+        assert _fetch_offset(broker, group, topic, stable=True) == (
+            88,
+            -1,
+        )  # UNSTABLE_OFFSET_COMMIT
+        assert _fetch_offset(broker, group, topic, stable=False) == (0, -1)
+        producer.commit_transaction(30)
+        deadline = time.monotonic() + 30
+        while _fetch_offset(broker, group, topic, stable=True) != (0, 7):
+            assert time.monotonic() < deadline, "the committed offset never became stable"
+            time.sleep(0.05)
+    finally:
+        consumer.close()

@@ -411,6 +411,11 @@ class GroupCoordinator:
                 results.update(dict.fromkeys(to_write, error))
         return results
 
+    def has_pending_txn(self, group_id: str, tp: TopicPartition) -> bool:
+        """KIP-447: whether an undecided transaction committed an offset of ``tp``."""
+        group = self.groups.get(group_id)
+        return group is not None and group.offsets.has_pending_txn(tp)
+
     def complete_txn(self, index: int, producer_id: int, commit: bool) -> None:
         """A transaction marker of ``producer_id`` reached ``__consumer_offsets-index``: the
         offsets its groups there hold for it are applied (COMMIT) or dropped (ABORT)."""

@@ -1,6 +1,7 @@
 """OffsetFetch (9), v1-9 (v8+ several groups): committed offsets, leader epochs (v5+) and
 metadata; null topics (v2+) fetch every committed offset. Unknown partitions give -1.
-require_stable (v7) never blocks (no transactions); v9 member epochs are not checked.
+require_stable (v7+, KIP-447): a partition whose offset a transaction has committed but not
+yet ended gets UNSTABLE_OFFSET_COMMIT (the consumer retries); v9 member epochs are not checked.
 
 Needs DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED); a named topic the caller may not
 describe gets TOPIC_AUTHORIZATION_FAILED, and "every committed offset" leaves such topics out.
@@ -25,10 +26,14 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     if ctx.api_version >= 8:
         groups = []
         for group in request.groups:
-            error, topics = _fetch(ctx, coordinator, group.group_id, group.topics)
+            error, topics = _fetch(
+                ctx, coordinator, group.group_id, group.topics, _stable(request, ctx)
+            )
             groups.append({"group_id": group.group_id, "topics": topics, "error_code": error})
         return {"throttle_time": 0, "groups": groups}
-    error, topics = _fetch(ctx, coordinator, request.group_id, request.topics)
+    error, topics = _fetch(
+        ctx, coordinator, request.group_id, request.topics, _stable(request, ctx)
+    )
     if error and ctx.api_version < 2:
         # v1 has no top-level error: every requested partition carries it.
         topics = [
@@ -41,8 +46,16 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     return {"throttle_time": 0, "topics": topics, "error_code": error}
 
 
+def _stable(request: Any, ctx: RequestContext) -> bool:
+    return ctx.api_version >= 7 and bool(getattr(request, "require_stable", False))
+
+
 def _fetch(
-    ctx: RequestContext, coordinator: GroupCoordinator, group_id: str, requested: Any
+    ctx: RequestContext,
+    coordinator: GroupCoordinator,
+    group_id: str,
+    requested: Any,
+    require_stable: bool = False,
 ) -> tuple[int, list[dict[str, Any]]]:
     if not authz.authorize(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         return Errors.GROUP_AUTHORIZATION_FAILED, []
@@ -70,7 +83,11 @@ def _fetch(
         failed = _partition(partition, None, Errors.TOPIC_AUTHORIZATION_FAILED)
         by_topic.setdefault(topic, []).append(failed)
     for (topic, partition), value in offsets:
-        by_topic.setdefault(topic, []).append(_partition(partition, value, Errors.NONE))
+        if require_stable and coordinator.has_pending_txn(group_id, (topic, partition)):
+            entry = _partition(partition, None, Errors.UNSTABLE_OFFSET_COMMIT)
+        else:
+            entry = _partition(partition, value, Errors.NONE)
+        by_topic.setdefault(topic, []).append(entry)
     return Errors.NONE, [{"name": name, "partitions": parts} for name, parts in by_topic.items()]
 
 
