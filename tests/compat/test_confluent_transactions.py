@@ -275,3 +275,36 @@ def test_offsets_of_an_open_transaction_are_unstable(broker: BrookProcess) -> No
             time.sleep(0.05)
     finally:
         consumer.close()
+
+
+def test_describe_and_list_transactions(broker: BrookProcess) -> None:
+    topic = _topic(broker)
+    tid = f"app-{uuid.uuid4().hex[:6]}"
+    producer = _producer(broker, tid)
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    _send(producer, topic, "x", 2)
+    with RawClient(broker.bootstrap) as c:
+        (state,) = c.request(65, 0, {"transactional_ids": [tid]}).transaction_states
+        assert (state.error_code, state.transaction_state) == (0, "Ongoing")
+        assert sorted((t.topic, list(t.partitions)) for t in state.topics) == [(topic, [0, 1])]
+        assert state.producer_epoch == 0 and state.producer_id >= 0
+        (missing,) = c.request(65, 0, {"transactional_ids": ["nobody"]}).transaction_states
+        assert missing.error_code in (105, 16)  # TRANSACTIONAL_ID_NOT_FOUND, or NOT_COORDINATOR
+        listed = c.request(
+            66, 1, {"state_filters": ["Ongoing", "Bogus"], "producer_id_filters": []}
+        )
+        assert listed.error_code == 0 and list(listed.unknown_state_filters) == ["Bogus"]
+        assert [(t.transactional_id, t.transaction_state) for t in listed.transaction_states] == [
+            (tid, "Ongoing")
+        ]
+    producer.commit_transaction(30)
+    with RawClient(broker.bootstrap) as c:
+        deadline = time.monotonic() + 30
+        while True:
+            (state,) = c.request(65, 0, {"transactional_ids": [tid]}).transaction_states
+            if state.transaction_state == "CompleteCommit":
+                break
+            assert time.monotonic() < deadline, state.transaction_state
+            time.sleep(0.05)
+        assert list(state.topics) == []

@@ -110,6 +110,11 @@ class TransactionCoordinator:
         self._tasks = []
         self.channels.close()
 
+    @property
+    def loading(self) -> bool:
+        """Whether a ``__transaction_state`` partition of this node is still loading."""
+        return bool(self._loading)
+
     def on_leadership(self, partition: Partition, is_leader: bool) -> None:
         """Replica manager hook: load a ``__transaction_state`` partition this node now leads
         (under its leader epoch as the coordinator epoch), or drop it."""
