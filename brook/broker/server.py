@@ -17,6 +17,7 @@ from typing import Any
 from brook.config.defs import Config
 from brook.config.server import (
     FOLLOWER_FETCH_DELAY_KEY,
+    METRICS_LISTENER_KEY,
     PRODUCE_DELAY_KEY,
     is_sole_voter,
     log_dirs,
@@ -36,6 +37,9 @@ from brook.metadata.loader import MetadataLoader
 from brook.metadata.quorum import LocalQuorum
 from brook.metadata.quorum_controller import QuorumController
 from brook.metadata.records import METADATA_TOPIC, METADATA_TOPIC_ID, Endpoint, encode
+from brook.metrics.counters import BrokerCounters
+from brook.metrics.endpoint import MetricsEndpoint
+from brook.metrics.snapshot import take_snapshot
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors, KafkaError
 
@@ -88,6 +92,14 @@ class Broker:
         )
         self.clock: Callable[[], int] = _now_ms
         self.loader = MetadataLoader()
+        # What the node counts as it works (on its loop); the endpoint serves it with the
+        # rest of the node's state when metrics.prometheus.listener is set.
+        self.counters = BrokerCounters()
+        self.metrics: MetricsEndpoint | None = None
+        if config[METRICS_LISTENER_KEY]:
+            self.metrics = MetricsEndpoint(
+                config[METRICS_LISTENER_KEY], lambda: take_snapshot(self), self.counters
+            )
         self.socket_server = SocketServer(self)
         self.fetch_sessions = FetchSessionCache(
             int(config["max.incremental.fetch.session.cache.slots"])
@@ -163,6 +175,8 @@ class Broker:
             configured_cluster_id=cfg["cluster.id"],
             may_self_format=is_sole_voter(cfg),
         )
+        if self.metrics is not None:
+            self.metrics.start()
         meta_log = self._load_logs()
         if sole:
             self.quorum = LocalQuorum(meta_log, self.node_id, self.clock)
@@ -392,6 +406,8 @@ class Broker:
     async def stop(self) -> None:
         # Background jobs finish what they are doing (a checkpoint half-written by a worker
         # thread must not race the final one), then stop.
+        if self.metrics is not None:
+            await self.metrics.stop()
         self._stopping.set()
         await asyncio.gather(*self._tasks)
         if self.lifecycle is not None:
@@ -436,6 +452,8 @@ class Broker:
         if isinstance(self.controller, ControllerRouter) and self.controller.remote is not None:
             self.controller.remote.close()
         self.log_manager.close_files()
+        if self.metrics is not None:
+            await self.metrics.stop()
         log.info("Brook node %d stopped without finishing its start", self.node_id)
 
     async def _controlled_shutdown(self) -> None:

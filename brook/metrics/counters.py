@@ -1,0 +1,130 @@
+"""What the broker counts as it works: plain integers and lists, updated on the event loop
+only (a request's handler, the AlterPartition manager), so counting costs a dictionary update
+and no lock. The scrape reads them through a snapshot taken on the same loop (snapshot.py).
+"""
+
+from __future__ import annotations
+
+import time
+from bisect import bisect_left
+from dataclasses import dataclass, field
+
+# Upper bounds (ms) of the request latency histogram's buckets; +Inf is implied.
+LATENCY_BUCKETS_MS: tuple[float, ...] = (
+    0.5,
+    1,
+    2.5,
+    5,
+    10,
+    25,
+    50,
+    100,
+    250,
+    500,
+    1000,
+    2500,
+    5000,
+    10000,
+    30000,
+)
+# Upper bounds (ms) of the event-loop lag histogram's buckets.
+LOOP_LAG_BUCKETS_MS: tuple[float, ...] = (1, 5, 10, 25, 50, 100, 250, 500, 1000, 5000)
+
+
+@dataclass(slots=True)
+class Histogram:
+    """Counts per bucket (not cumulative; the last one is +Inf) and the sum of observations."""
+
+    bounds: tuple[float, ...]
+    counts: list[int] = field(default_factory=list)
+    total: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.counts:
+            self.counts = [0] * (len(self.bounds) + 1)
+
+    def observe(self, value: float) -> None:
+        self.counts[bisect_left(self.bounds, value)] += 1
+        self.total += value
+
+    def copy(self) -> Histogram:
+        return Histogram(self.bounds, list(self.counts), self.total)
+
+
+@dataclass(slots=True)
+class TopicCounters:
+    """Kafka's BrokerTopicMetrics of one topic (or of all topics)."""
+
+    messages_in: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    replication_bytes_out: int = 0
+    produce_requests: int = 0
+    failed_produce_requests: int = 0
+
+    def copy(self) -> TopicCounters:
+        return TopicCounters(
+            self.messages_in,
+            self.bytes_in,
+            self.bytes_out,
+            self.replication_bytes_out,
+            self.produce_requests,
+            self.failed_produce_requests,
+        )
+
+
+class BrokerCounters:
+    """Every counter of one node. Methods are called on the event loop only."""
+
+    def __init__(self) -> None:
+        self.all_topics = TopicCounters()
+        self.topics: dict[str, TopicCounters] = {}
+        # (api key, version) -> requests answered (or, for acks=0, handled)
+        self.requests: dict[tuple[int, int], int] = {}
+        # api key -> latency from dispatch to response handed to the socket, in ms
+        self.request_latency: dict[int, Histogram] = {}
+        self.loop_lag = Histogram(LOOP_LAG_BUCKETS_MS)
+        self.last_loop_lag_ms = 0.0
+
+    def topic(self, name: str) -> TopicCounters:
+        counters = self.topics.get(name)
+        if counters is None:
+            counters = self.topics[name] = TopicCounters()
+        return counters
+
+    def produced(self, topic: str, messages: int, size: int) -> None:
+        """A leader appended ``messages`` records of ``size`` bytes produced by a client."""
+        for c in (self.all_topics, self.topic(topic)):
+            c.messages_in += messages
+            c.bytes_in += size
+
+    def produce_request(self, topic: str, failed: bool) -> None:
+        """One partition of a produce request for ``topic`` (Kafka counts per partition)."""
+        for c in (self.all_topics, self.topic(topic)):
+            c.produce_requests += 1
+            if failed:
+                c.failed_produce_requests += 1
+
+    def fetched(self, topic: str, size: int, follower: bool) -> None:
+        """``size`` bytes of ``topic``'s records went into a fetch response."""
+        for c in (self.all_topics, self.topic(topic)):
+            if follower:
+                c.replication_bytes_out += size
+            else:
+                c.bytes_out += size
+
+    def forget_topic(self, name: str) -> None:
+        self.topics.pop(name, None)
+
+    def request_done(self, api_key: int, version: int, started: float) -> None:
+        """A request handled: ``started`` is its ``time.perf_counter()`` at dispatch."""
+        key = (api_key, version)
+        self.requests[key] = self.requests.get(key, 0) + 1
+        hist = self.request_latency.get(api_key)
+        if hist is None:
+            hist = self.request_latency[api_key] = Histogram(LATENCY_BUCKETS_MS)
+        hist.observe((time.perf_counter() - started) * 1000)
+
+    def loop_lagged(self, lag_ms: float) -> None:
+        self.loop_lag.observe(lag_ms)
+        self.last_loop_lag_ms = lag_ms

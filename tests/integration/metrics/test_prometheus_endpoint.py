@@ -1,0 +1,136 @@
+"""The Prometheus endpoint of a single broker (metrics.prometheus.listener), scraped over
+HTTP: its per-topic figures equal what was produced and fetched, request counts grow, the log
+size is the bytes stored; off by default; a bad listener refused at start naming the key."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from metrics_scrape import eventually, listening_ports, scrape, value, value_or_zero
+from rawclient import RawClient, create_topic, fetch, produce
+from support import BrookProcess, env_with_repo, free_port, python_exe
+
+from brook.protocol.records import build_simple_batch, iter_records
+
+KEY = "metrics.prometheus.listener"
+
+
+@pytest.fixture
+def metered(tmp_path: Path) -> Iterator[tuple[BrookProcess, int]]:
+    port = free_port()
+    with BrookProcess(tmp_path / "data", {KEY: f"http://127.0.0.1:{port}"}) as broker:
+        yield broker, port
+
+
+def test_topic_figures_equal_what_was_produced_and_fetched(
+    metered: tuple[BrookProcess, int], unique_topic: str
+) -> None:
+    broker, port = metered
+    other = unique_topic + "-other"
+    batches = [build_simple_batch([b"x" * n for _ in range(n)]) for n in (1, 5, 20)]
+    with RawClient(broker.bootstrap) as c:
+        create_topic(c, unique_topic)
+        create_topic(c, other)
+        before = scrape(port)
+        produce_count = value_or_zero(
+            before, "kafka_network_requestmetrics_requests_total", request="Produce", version="9"
+        )
+        for batch in batches:
+            part = produce(c, unique_topic, 0, batch).responses[0].partition_responses[0]
+            assert part.error_code == 0
+        part = produce(c, other, 0, build_simple_batch([b"y"])).responses[0].partition_responses
+        assert part[0].error_code == 0
+        fetched = fetch(c, unique_topic, 0, 0).responses[0].partitions[0]
+        records = list(iter_records(fetched.records))
+        assert len(records) == 26
+    sent = sum(len(b) for b in batches)
+    after = scrape(port)
+    assert (
+        value(after, "kafka_server_brokertopicmetrics_messagesin_total", topic=unique_topic) == 26
+    )
+    assert value(after, "kafka_server_brokertopicmetrics_bytesin_total", topic=unique_topic) == sent
+    assert value(after, "kafka_server_brokertopicmetrics_messagesin_total", topic=other) == 1
+    # the all-topics figure (no topic label) covers both topics
+    assert value(after, "kafka_server_brokertopicmetrics_messagesin_total") == 27
+    assert value(
+        after, "kafka_server_brokertopicmetrics_bytesout_total", topic=unique_topic
+    ) == len(fetched.records)
+    assert (
+        value(
+            after, "kafka_server_brokertopicmetrics_totalproducerequests_total", topic=unique_topic
+        )
+        == 3
+    )
+    # request counts grow by what was sent, and each has its latency
+    produced = value(
+        after, "kafka_network_requestmetrics_requests_total", request="Produce", version="9"
+    )
+    assert produced == produce_count + 4
+    assert (
+        value(after, "kafka_network_requestmetrics_totaltimems_count", request="Produce")
+        >= produced
+    )
+    assert (
+        value(after, "kafka_network_requestmetrics_requests_total", request="Fetch", version="12")
+        >= 1
+    )
+    # the log holds exactly the produced batches
+    labels = {"topic": unique_topic, "partition": "0"}
+    assert value(after, "kafka_log_log_size", **labels) == sent
+    assert value(after, "kafka_log_log_logendoffset", **labels) == 26
+    assert value(after, "kafka_log_log_numlogsegments", **labels) == 1
+    assert value(after, "kafka_server_replicamanager_leadercount") >= 2
+    assert value(after, "kafka_server_replicamanager_underreplicatedpartitions") == 0
+    assert value(after, "kafka_server_raft_metrics_current_leader") == 1
+    assert value(after, "kafka_controller_kafkacontroller_activecontrollercount") == 1
+
+
+def test_event_loop_lag_is_probed(metered: tuple[BrookProcess, int]) -> None:
+    _, port = metered
+    first = value(scrape(port), "brook_eventloop_lag_ms_count")
+    assert eventually(lambda: value(scrape(port), "brook_eventloop_lag_ms_count") > first)
+
+
+def test_the_endpoint_is_off_by_default(brook: BrookProcess) -> None:
+    assert brook.proc is not None
+    assert listening_ports(brook.proc.pid) == {brook.port}
+
+
+def test_the_endpoint_listens_where_configured(metered: tuple[BrookProcess, int]) -> None:
+    broker, port = metered
+    assert broker.proc is not None
+    assert listening_ports(broker.proc.pid) == {broker.port, port}
+
+
+def _start(tmp_path: Path, listener: str) -> tuple[int, str]:
+    cmd = [python_exe(), "-m", "brook.cli.main", "server"]
+    for key, val in {
+        "listeners": f"PLAINTEXT://127.0.0.1:{free_port()}",
+        "log.dirs": str(tmp_path / "data"),
+        KEY: listener,
+    }.items():
+        cmd += ["--override", f"{key}={val}"]
+    done = subprocess.run(cmd, capture_output=True, env=env_with_repo(), timeout=60)
+    return done.returncode, (done.stdout + done.stderr).decode()
+
+
+@pytest.mark.parametrize(
+    "listener", ["https://127.0.0.1:9404", "127.0.0.1:9404", "http://127.0.0.1:70000"]
+)
+def test_a_bad_listener_is_refused_naming_the_key(tmp_path: Path, listener: str) -> None:
+    code, output = _start(tmp_path, listener)
+    assert code == 2
+    assert KEY in output and listener in output and "Traceback" not in output
+
+
+def test_a_listener_whose_port_is_taken_stops_the_start(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        code, output = _start(tmp_path, f"http://127.0.0.1:{taken.getsockname()[1]}")
+    assert code == 1
+    assert "cannot start" in output and KEY in output and "Traceback" not in output
