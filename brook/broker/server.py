@@ -32,7 +32,7 @@ from brook.log.log import PartitionLog
 from brook.log.manager import LogManager
 from brook.log.meta_properties import StorageCheckError, check_storage
 from brook.metadata.controller_api import ControllerApi, ControllerError
-from brook.metadata.image import Change, MetadataImage
+from brook.metadata.image import Change, MetadataImage, TopicRemoved
 from brook.metadata.loader import MetadataLoader
 from brook.metadata.quorum import LocalQuorum
 from brook.metadata.quorum_controller import QuorumController
@@ -326,6 +326,7 @@ class Broker:
         self.loader.add_publisher(self.replica_manager.on_metadata_changes)
         self._apply_fault_delays()
         self.loader.add_publisher(self._on_fault_configs)
+        self.loader.add_publisher(self._forget_removed_topics)
         if self.quorum_controller is not None and sole:
             # A lone node creates a topic's logs before committing it, so a topic its disk
             # cannot hold is refused; a cluster's brokers create them as the metadata applies.
@@ -380,6 +381,12 @@ class Broker:
                 "answering with KAFKA_STORAGE_ERROR until it is restarted",
                 ", ".join(map(str, self.log_manager.log_dirs)),
             )
+
+    def _forget_removed_topics(self, changes: list[Change]) -> None:
+        """A deleted topic's counters go with it, as Kafka removes its BrokerTopicMetrics."""
+        for change in changes:
+            if isinstance(change, TopicRemoved):
+                self.counters.forget_topic(change.topic.name)
 
     def _on_fault_configs(self, changes: list[Change]) -> None:
         if faults.concerns_node(changes, self.node_id):

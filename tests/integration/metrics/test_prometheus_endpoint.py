@@ -134,3 +134,27 @@ def test_a_listener_whose_port_is_taken_stops_the_start(tmp_path: Path) -> None:
         code, output = _start(tmp_path, f"http://127.0.0.1:{taken.getsockname()[1]}")
     assert code == 1
     assert "cannot start" in output and KEY in output and "Traceback" not in output
+
+
+def test_a_deleted_topic_leaves_the_scrape(
+    metered: tuple[BrookProcess, int], unique_topic: str
+) -> None:
+    broker, port = metered
+    with RawClient(broker.bootstrap) as c:
+        create_topic(c, unique_topic)
+        produce(c, unique_topic, 0, build_simple_batch([b"x"]))
+        name = "kafka_server_brokertopicmetrics_messagesin_total"
+        assert value(scrape(port), name, topic=unique_topic) == 1
+        deleted = c.request(20, 5, {"topic_names": [unique_topic], "timeout": 5000})
+        assert deleted.responses[0].error_code == 0
+    assert eventually(
+        lambda: (
+            (name, frozenset({("topic", unique_topic)})) not in scrape(port)
+            and all(labels.get("topic") != unique_topic for _, labels in _labelled(scrape(port)))
+        )
+    )
+    assert value(scrape(port), name) == 1  # the all-topics count keeps what was counted
+
+
+def _labelled(samples: dict) -> list[tuple[str, dict[str, str]]]:
+    return [(n, dict(labels)) for n, labels in samples]
