@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from brook.metadata.controller_api import ControllerApi, ControllerError, IsrChange
 
-from .leader_state import IsrUpdate, Kind, Reaction
+from .leader_state import IsrUpdate, Reaction
 from .partition import Partition
 
 log = logging.getLogger(__name__)
@@ -43,10 +43,6 @@ class AlterPartitionManager:
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self.requests_sent = 0
-        # ISR changes of this broker's partitions the controller committed (Kafka's
-        # IsrShrinksPerSec / IsrExpandsPerSec)
-        self.isr_shrinks = 0
-        self.isr_expands = 0
 
     @property
     def in_flight(self) -> bool:
@@ -120,11 +116,6 @@ class AlterPartitionManager:
                 )
                 if reaction is Reaction.RETRY:
                     retry[key] = (partition, update)
-                elif reaction is Reaction.COMMITTED:
-                    if update.kind is Kind.SHRINK:
-                        self.isr_shrinks += 1
-                    else:
-                        self.isr_expands += 1
             if retry:
                 self._requeue(retry)
                 await asyncio.sleep(self.backoff_s)

@@ -118,8 +118,6 @@ def _replica_families(broker: Broker) -> list[Family]:
     rm = broker.replica_manager
     if rm is None:
         return []
-    isr = rm.alter_partition_manager
-    shrinks, expands = (0, 0) if isr is None else (isr.isr_shrinks, isr.isr_expands)
     leaders = under_replicated = under_min_isr = at_min_isr = 0
     for p in rm.partitions.values():
         if not p.is_leader:
@@ -157,10 +155,10 @@ def _replica_families(broker: Broker) -> list[Family]:
         ),
         Family(
             prefix + "isrshrinks", COUNTER, "ISR shrinks of partitions led here, once committed"
-        ).add(shrinks),
+        ).add(rm.isr_shrinks),
         Family(
             prefix + "isrexpands", COUNTER, "ISR expansions of partitions led here, once committed"
-        ).add(expands),
+        ).add(rm.isr_expands),
     ]
 
 

@@ -14,9 +14,11 @@ from prometheus_client.parser import text_string_to_metric_families
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
-def scrape(port: int, timeout: float = 10.0) -> Samples:
-    """Every sample of ``http://127.0.0.1:port/metrics`` by (name, labels)."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=timeout) as resp:
+def scrape(where: int | str, timeout: float = 10.0) -> Samples:
+    """Every sample of ``http://127.0.0.1:port/metrics`` (``where`` a port) or of the URL
+    ``where``, by (name, labels)."""
+    url = f"http://127.0.0.1:{where}/metrics" if isinstance(where, int) else where
+    with urllib.request.urlopen(url, timeout=timeout) as resp:
         assert resp.status == 200
         text = resp.read().decode()
     out: Samples = {}
