@@ -14,6 +14,8 @@ from metrics_scrape import eventually, listening_ports, scrape, value, value_or_
 from rawclient import RawClient, create_topic, fetch, produce
 from support import BrookProcess, env_with_repo, free_port, python_exe
 
+from brook import Consumer
+from brook.client.cluster import TopicPartition
 from brook.protocol.records import build_simple_batch, iter_records
 
 KEY = "metrics.prometheus.listener"
@@ -154,3 +156,22 @@ def test_a_deleted_topic_leaves_the_scrape(
 
 def _labels(port: int) -> list[dict[str, str]]:
     return [dict(labels) for _, labels in scrape(port)]
+
+
+def test_groups_and_their_lag(metered: tuple[BrookProcess, int], unique_topic: str) -> None:
+    broker, port = metered
+    with RawClient(broker.bootstrap) as c:
+        create_topic(c, unique_topic)
+        produce(c, unique_topic, 0, build_simple_batch([b"x"] * 10))
+    group = f"{unique_topic}-group"
+    with Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group}) as consumer:
+        consumer.commit({TopicPartition(unique_topic, 0): 4})
+        labels = {"consumergroup": group, "topic": unique_topic, "partition": "0"}
+        assert value(scrape(port), "kafka_consumergroup_lag", **labels) == 6
+        consumer.commit({TopicPartition(unique_topic, 0): 10})
+        assert value(scrape(port), "kafka_consumergroup_lag", **labels) == 0
+    after = scrape(port)
+    prefix = "kafka_coordinator_group_groupmetadatamanager_"
+    assert value(after, prefix + "numgroups") == 1
+    assert value(after, prefix + "numgroupsempty") == 1
+    assert value(after, prefix + "numoffsets") == 1
