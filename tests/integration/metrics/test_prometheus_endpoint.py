@@ -4,6 +4,8 @@ size is the bytes stored; off by default; a bad listener refused at start naming
 
 from __future__ import annotations
 
+import json
+import re
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -19,6 +21,7 @@ from brook.client.cluster import TopicPartition
 from brook.protocol.records import build_simple_batch, iter_records
 
 KEY = "metrics.prometheus.listener"
+DASHBOARD = Path(__file__).resolve().parents[3] / "docs" / "grafana" / "brook.json"
 
 
 @pytest.fixture
@@ -175,3 +178,9 @@ def test_groups_and_their_lag(metered: tuple[BrookProcess, int], unique_topic: s
     assert value(after, prefix + "numgroups") == 1
     assert value(after, prefix + "numgroupsempty") == 1
     assert value(after, prefix + "numoffsets") == 1
+    # the example dashboard asks only for what a node serves
+    dashboard = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
+    used = {m for e in exprs for m in re.findall(r"\b(?:kafka|brook)_[a-z0-9_]+", e)}
+    served = {name for name, _ in after}
+    assert used and used <= served, used - served
