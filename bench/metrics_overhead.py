@@ -140,10 +140,18 @@ def _scrape_time(partitions: int, scrapes: int = 200) -> dict[str, float]:
                 size = len(resp.read())
             times.append((time.perf_counter() - start) * 1000)
         cpu_ms = (process_cpu_seconds(broker.proc.pid) - cpu) / scrapes * 1000
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            text = resp.read().decode()
+        on_loop_ms = next(
+            float(line.split()[-1])
+            for line in text.splitlines()
+            if line.startswith("brook_metrics_snapshot_ms ")
+        )
     return {
         "partitions": partitions,
         "scrape_ms": round(median(times), 1),
         "broker_cpu_ms_per_scrape": round(cpu_ms, 1),
+        "snapshot_on_loop_ms": round(on_loop_ms, 1),
         "bytes": size,
     }
 
@@ -224,7 +232,8 @@ def main() -> None:
     for row in out["scrape"]:
         print(
             f"scrape with a {row['partitions']}-partition topic: {row['scrape_ms']} ms, "
-            f"{row['broker_cpu_ms_per_scrape']} ms of broker CPU, {row['bytes']} bytes"
+            f"{row['broker_cpu_ms_per_scrape']} ms of broker CPU "
+            f"({row['snapshot_on_loop_ms']} ms on the event loop), {row['bytes']} bytes"
         )
     print(f"counting per produce request: {out['counting_us_per_produce_request']} us")
     print(f"\nsaved to {save('metrics_overhead', out)}")

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import time
 from collections.abc import Callable, Iterator
 
 from prometheus_client.metrics_core import Metric
 from prometheus_client.utils import floatToGoString
 
-from .snapshot import COUNTER, HISTOGRAM, Family
+from .snapshot import COUNTER, GAUGE, HISTOGRAM, Family
 
 # A scrape waits this long for the loop; a loop stuck for longer fails the scrape (HTTP 500)
 # rather than answering with figures that are not the node's.
@@ -40,10 +41,19 @@ class LoopSnapshotCollector:
         def run() -> None:
             if not future.set_running_or_notify_cancel():
                 return  # the scrape gave up waiting
+            started = time.perf_counter()
             try:
-                future.set_result(self._take())
+                families = self._take()
             except BaseException as exc:
                 future.set_exception(exc)
+                return
+            took = Family(
+                "brook_metrics_snapshot_ms",
+                GAUGE,
+                "How long this scrape's snapshot held the event loop, in ms (Brook's own)",
+            )
+            families.append(took.add((time.perf_counter() - started) * 1000))
+            future.set_result(families)
 
         self._loop.call_soon_threadsafe(run)
         try:

@@ -97,6 +97,7 @@ def test_topic_figures_equal_what_was_produced_and_fetched(
 def test_event_loop_lag_is_probed(metered: tuple[BrookProcess, int]) -> None:
     _, port = metered
     first = value(scrape(port), "brook_eventloop_lag_ms_count")
+    assert value(scrape(port), "brook_metrics_snapshot_ms") >= 0
     assert eventually(lambda: value(scrape(port), "brook_eventloop_lag_ms_count") > first)
 
 

@@ -74,7 +74,8 @@ def test_the_snapshot_is_taken_on_the_loop_thread() -> None:
 
         collector = LoopSnapshotCollector(asyncio.get_running_loop(), take)
         families = await asyncio.to_thread(collector.snapshot)
-        assert [f.name for f in families] == ["x"]
+        assert [f.name for f in families] == ["x", "brook_metrics_snapshot_ms"]
+        assert families[1].samples[0][1] >= 0
         return loop_thread, seen[0]
 
     loop_thread, taken_on = asyncio.run(main())
