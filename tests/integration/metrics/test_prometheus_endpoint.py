@@ -185,3 +185,52 @@ def test_groups_and_their_lag(metered: tuple[BrookProcess, int], unique_topic: s
     used = {m for e in exprs for m in re.findall(r"\b(?:kafka|brook)_[a-z0-9_]+", e)}
     served = {name for name, _ in after}
     assert used and used <= served, used - served
+
+
+def test_the_request_queue_holds_requests_pipelined_behind_a_long_poll(
+    metered: tuple[BrookProcess, int], unique_topic: str
+) -> None:
+    broker, port = metered
+    queue = "kafka_network_requestchannel_requestqueuesize"
+    with RawClient(broker.bootstrap, timeout=60) as c, RawClient(broker.bootstrap) as other:
+        create_topic(c, unique_topic)
+        assert value(scrape(port), queue) == 0
+        # a fetch that waits up to 60 s for a record, then three requests behind it on the
+        # same connection: they wait in its queue until the fetch is answered
+        c.request(1, 12, _long_poll(unique_topic, 60000), expect_response=False)
+        for _ in range(3):
+            c.request(18, 0, b"", expect_response=False)
+        assert eventually(lambda: value(scrape(port), queue) == 3, timeout=50)
+        produce(other, unique_topic, 0, build_simple_batch([b"wake"]))
+        for _ in range(4):
+            c.recv_frame()
+    assert value(scrape(port), queue) == 0
+
+
+def _long_poll(topic: str, max_wait_ms: int) -> dict[str, object]:
+    return {
+        "replica_id": -1,
+        "max_wait": max_wait_ms,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "isolation_level": 0,
+        "session_id": 0,
+        "session_epoch": -1,
+        "topics": [
+            {
+                "topic": topic,
+                "partitions": [
+                    {
+                        "partition": 0,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": 0,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 1 << 20,
+                    }
+                ],
+            }
+        ],
+        "forgotten_topics_data": [],
+        "rack_id": "",
+    }
