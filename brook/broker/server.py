@@ -361,6 +361,7 @@ class Broker:
             delay_ms=lambda: self.fault_follower_fetch_delay_ms,
             clock=self.clock,
             hosted=rm.partitions.get,
+            replicated=self.counters.replicated,
         )
 
     def _on_log_dir_failure(self, directory: Path) -> None:

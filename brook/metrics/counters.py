@@ -58,19 +58,10 @@ class TopicCounters:
     messages_in: int = 0
     bytes_in: int = 0
     bytes_out: int = 0
+    replication_bytes_in: int = 0
     replication_bytes_out: int = 0
     produce_requests: int = 0
     failed_produce_requests: int = 0
-
-    def copy(self) -> TopicCounters:
-        return TopicCounters(
-            self.messages_in,
-            self.bytes_in,
-            self.bytes_out,
-            self.replication_bytes_out,
-            self.produce_requests,
-            self.failed_produce_requests,
-        )
 
 
 class BrokerCounters:
@@ -112,6 +103,11 @@ class BrokerCounters:
                 c.replication_bytes_out += size
             else:
                 c.bytes_out += size
+
+    def replicated(self, topic: str, size: int) -> None:
+        """A follower appended ``size`` bytes fetched from its leader."""
+        for c in (self.all_topics, self.topic(topic)):
+            c.replication_bytes_in += size
 
     def forget_topic(self, name: str) -> None:
         self.topics.pop(name, None)

@@ -50,6 +50,7 @@ _TOPIC_METERS = (
     ("messages_in", "messagesin", "Records appended by leaders, from produce requests"),
     ("bytes_in", "bytesin", "Bytes of record batches produced by clients"),
     ("bytes_out", "bytesout", "Bytes of records sent to consumers in fetch responses"),
+    ("replication_bytes_in", "replicationbytesin", "Bytes of records followers appended"),
     ("replication_bytes_out", "replicationbytesout", "Bytes of records sent to followers"),
     ("produce_requests", "totalproducerequests", "Produce requests, counted per partition"),
     ("failed_produce_requests", "failedproducerequests", "Produce partitions that failed"),

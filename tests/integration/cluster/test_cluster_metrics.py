@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 
 from loss_checker import wait_fully_replicated
-from metrics_scrape import Samples, eventually, scrape, value
+from metrics_scrape import Samples, eventually, scrape, value, value_or_zero
 from quorum_support import FAST, wait_for
 from rawclient import RawClient, produce
 from support import local_cluster
@@ -29,6 +29,10 @@ def _scrapes(cluster: LocalCluster, nodes: list[int]) -> dict[int, Samples]:
         assert url is not None
         out[n] = scrape(url)
     return out
+
+
+def scrape_of(cluster: LocalCluster, node: int) -> Samples:
+    return _scrapes(cluster, [node])[node]
 
 
 def _total(cluster: LocalCluster, nodes: list[int], name: str) -> float:
@@ -52,8 +56,28 @@ def test_a_killed_broker_shows_as_under_replicated_and_offline_partitions(
         everyone = [1, 2, 3]
         live = [a, b]
         with Admin({"bootstrap.servers": cluster.node(a).broker_address}) as admin:
-            _create(admin, {0: [a, b, victim], 1: [b, victim, a]})
+            replicated = _create(admin, {0: [a, b, victim], 1: [b, victim, a]})
             _create(admin, {0: [victim]})  # only on the victim: offline once it is gone
+            # what the leader took in, each follower took in from it
+            batch = build_simple_batch([b"r" * 100] * 10)
+            with RawClient(cluster.node(a).broker_address) as c:
+                part = produce(c, replicated, 0, batch, acks=-1)
+                assert part.responses[0].partition_responses[0].error_code == 0
+            per_topic = "kafka_server_brokertopicmetrics_{}_total"
+            assert value(scrape_of(cluster, a), per_topic.format("bytesin"), topic=replicated) == (
+                len(batch)
+            )
+            for follower in (b, victim):
+                assert eventually(
+                    lambda f=follower: (
+                        value_or_zero(
+                            scrape_of(cluster, f),
+                            per_topic.format("replicationbytesin"),
+                            topic=replicated,
+                        )
+                        == len(batch)
+                    )
+                )
             assert eventually(lambda: _total(cluster, everyone, URP) == 0)
             assert _total(cluster, everyone, OFFLINE) == 0
             cluster.kill(victim)

@@ -33,9 +33,11 @@ def test_topic_counters_feed_the_topic_and_all_topics() -> None:
     c.fetched("a", 70, follower=True)
     c.produce_request("a", failed=False)
     c.produce_request("a", failed=True)
+    c.replicated("a", 30)
     assert (c.topics["a"].messages_in, c.topics["a"].bytes_in) == (3, 100)
     assert (c.all_topics.messages_in, c.all_topics.bytes_in) == (4, 110)
     assert c.topics["a"].bytes_out == 50 and c.topics["a"].replication_bytes_out == 70
+    assert c.topics["a"].replication_bytes_in == 30 == c.all_topics.replication_bytes_in
     assert c.all_topics.produce_requests == 2 and c.all_topics.failed_produce_requests == 1
     c.forget_topic("a")
     assert "a" not in c.topics and c.all_topics.messages_in == 4
