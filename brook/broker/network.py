@@ -302,7 +302,9 @@ class Connection(asyncio.BufferedProtocol):
 
     # ------------------------------------------------------------------ output
     def _send(self, ctx: RequestContext, response: Response) -> None:
-        self.broker.counters.request_done(ctx.api_key, ctx.api_version, self._started)
+        self.broker.counters.request_done(
+            ctx.api_key, ctx.api_version, self._started, ctx.fetch_from_follower
+        )
         if response is None or self._closed or self.transport is None:
             return
         if isinstance(response, dict):

@@ -9,6 +9,10 @@ import time
 from bisect import bisect_left
 from dataclasses import dataclass, field
 
+# Pseudo API keys under which fetches are counted a second time (Kafka's RequestMetrics
+# names FetchConsumer and FetchFollower besides Fetch).
+FETCH_CONSUMER = -1
+FETCH_FOLLOWER = -2
 # Upper bounds (ms) of the request latency histogram's buckets; +Inf is implied.
 LATENCY_BUCKETS_MS: tuple[float, ...] = (
     0.5,
@@ -70,9 +74,9 @@ class BrokerCounters:
     def __init__(self) -> None:
         self.all_topics = TopicCounters()
         self.topics: dict[str, TopicCounters] = {}
-        # (api key, version) -> requests answered (or, for acks=0, handled)
+        # (api key or FETCH_*, version) -> requests answered (or, for acks=0, handled)
         self.requests: dict[tuple[int, int], int] = {}
-        # api key -> latency from dispatch to response handed to the socket, in ms
+        # api key or FETCH_* -> latency from dispatch to response handed to the socket, in ms
         self.request_latency: dict[int, Histogram] = {}
         self.loop_lag = Histogram(LOOP_LAG_BUCKETS_MS)
         self.last_loop_lag_ms = 0.0
@@ -112,14 +116,23 @@ class BrokerCounters:
     def forget_topic(self, name: str) -> None:
         self.topics.pop(name, None)
 
-    def request_done(self, api_key: int, version: int, started: float) -> None:
-        """A request handled: ``started`` is its ``time.perf_counter()`` at dispatch."""
-        key = (api_key, version)
-        self.requests[key] = self.requests.get(key, 0) + 1
-        hist = self.request_latency.get(api_key)
+    def request_done(
+        self, api_key: int, version: int, started: float, from_follower: bool | None = None
+    ) -> None:
+        """A request handled: ``started`` is its ``time.perf_counter()`` at dispatch. A fetch
+        (``from_follower`` not None) is also counted as FetchFollower or FetchConsumer, as
+        Kafka's RequestMetrics does."""
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        self._count(api_key, version, elapsed_ms)
+        if from_follower is not None:
+            self._count(FETCH_FOLLOWER if from_follower else FETCH_CONSUMER, version, elapsed_ms)
+
+    def _count(self, key: int, version: int, elapsed_ms: float) -> None:
+        self.requests[(key, version)] = self.requests.get((key, version), 0) + 1
+        hist = self.request_latency.get(key)
         if hist is None:
-            hist = self.request_latency[api_key] = Histogram(LATENCY_BUCKETS_MS)
-        hist.observe((time.perf_counter() - started) * 1000)
+            hist = self.request_latency[key] = Histogram(LATENCY_BUCKETS_MS)
+        hist.observe(elapsed_ms)
 
     def loop_lagged(self, lag_ms: float) -> None:
         self.loop_lag.observe(lag_ms)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from brook.protocol.api import api_name
 
-from .counters import BrokerCounters, Histogram, TopicCounters
+from .counters import FETCH_CONSUMER, FETCH_FOLLOWER, BrokerCounters, Histogram, TopicCounters
 
 if TYPE_CHECKING:
     from brook.broker.server import Broker
@@ -41,7 +41,12 @@ class Family:
 
 
 def kafka_request_name(api_key: int) -> str:
-    """Kafka's ApiKeys name (``Produce``, ``ListOffsets``) from Brook's (``list_offsets``)."""
+    """Kafka's ApiKeys name (``Produce``, ``ListOffsets``) from Brook's (``list_offsets``);
+    ``FetchConsumer`` / ``FetchFollower`` for the counters' pseudo keys."""
+    if api_key == FETCH_CONSUMER:
+        return "FetchConsumer"
+    if api_key == FETCH_FOLLOWER:
+        return "FetchFollower"
     return "".join(part.capitalize() for part in api_name(api_key).split("_"))
 
 

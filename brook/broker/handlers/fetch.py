@@ -135,6 +135,7 @@ def _serve(
     uses_ids = version >= 13
     replica_id, broker_epoch = replica_of(request, version)
     is_follower = replica_id >= 0
+    ctx.fetch_from_follower = is_follower
     session = broker.fetch_sessions.new_context(
         session_id=getattr(request, "session_id", 0),
         epoch=getattr(request, "session_epoch", -1),

@@ -78,6 +78,15 @@ def test_a_killed_broker_shows_as_under_replicated_and_offline_partitions(
                         == len(batch)
                     )
                 )
+            # the followers' fetches are counted as FetchFollower on the leader
+            assert (
+                value(
+                    scrape_of(cluster, a),
+                    "kafka_network_requestmetrics_totaltimems_count",
+                    request="FetchFollower",
+                )
+                > 0
+            )
             assert eventually(lambda: _total(cluster, everyone, URP) == 0)
             assert _total(cluster, everyone, OFFLINE) == 0
             cluster.kill(victim)

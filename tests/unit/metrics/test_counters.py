@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from brook.metrics.counters import BrokerCounters, Histogram
+from brook.metrics.counters import FETCH_CONSUMER, FETCH_FOLLOWER, BrokerCounters, Histogram
 from brook.protocol.api import ApiKey
 
 
@@ -52,3 +52,17 @@ def test_requests_are_counted_per_api_and_version_with_their_latency() -> None:
     assert c.requests == {(ApiKey.PRODUCE, 9): 2, (ApiKey.PRODUCE, 7): 1}
     hist = c.request_latency[ApiKey.PRODUCE]
     assert sum(hist.counts) == 3 and hist.total >= 20
+
+
+def test_a_fetch_is_also_counted_as_a_consumers_or_a_followers() -> None:
+    c = BrokerCounters()
+    c.request_done(ApiKey.FETCH, 12, time.perf_counter(), from_follower=False)
+    c.request_done(ApiKey.FETCH, 17, time.perf_counter(), from_follower=True)
+    assert c.requests == {
+        (ApiKey.FETCH, 12): 1,
+        (FETCH_CONSUMER, 12): 1,
+        (ApiKey.FETCH, 17): 1,
+        (FETCH_FOLLOWER, 17): 1,
+    }
+    assert sum(c.request_latency[ApiKey.FETCH].counts) == 2
+    assert sum(c.request_latency[FETCH_FOLLOWER].counts) == 1

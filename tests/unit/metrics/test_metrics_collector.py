@@ -12,7 +12,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from brook.metrics.collector import LoopSnapshotCollector, to_metric
-from brook.metrics.counters import Histogram
+from brook.metrics.counters import FETCH_CONSUMER, FETCH_FOLLOWER, Histogram
 from brook.metrics.snapshot import COUNTER, GAUGE, HISTOGRAM, Family, kafka_request_name
 from brook.protocol.api import ApiKey
 
@@ -61,6 +61,8 @@ def test_request_names_are_kafkas() -> None:
     assert kafka_request_name(ApiKey.LIST_OFFSETS) == "ListOffsets"
     assert kafka_request_name(ApiKey.API_VERSIONS) == "ApiVersions"
     assert kafka_request_name(ApiKey.OFFSET_FOR_LEADER_EPOCH) == "OffsetForLeaderEpoch"
+    assert kafka_request_name(FETCH_CONSUMER) == "FetchConsumer"
+    assert kafka_request_name(FETCH_FOLLOWER) == "FetchFollower"
 
 
 def test_the_snapshot_is_taken_on_the_loop_thread() -> None:
