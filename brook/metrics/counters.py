@@ -66,6 +66,8 @@ class TopicCounters:
     replication_bytes_out: int = 0
     produce_requests: int = 0
     failed_produce_requests: int = 0
+    fetch_requests: int = 0
+    failed_fetch_requests: int = 0
 
 
 class BrokerCounters:
@@ -100,9 +102,16 @@ class BrokerCounters:
             if failed:
                 c.failed_produce_requests += 1
 
-    def fetched(self, topic: str, size: int, follower: bool) -> None:
-        """``size`` bytes of ``topic``'s records went into a fetch response."""
-        for c in (self.all_topics, self.topic(topic)):
+    def fetched(self, topic: str | None, size: int, follower: bool, failed: bool = False) -> None:
+        """One partition of ``topic`` answered in a fetch response, with ``size`` bytes of
+        records (Kafka counts fetch requests per partition too). ``topic`` None: one that
+        does not exist, counted in all topics only (a client asking for made-up names must
+        not add a series per name)."""
+        scopes = (self.all_topics,) if topic is None else (self.all_topics, self.topic(topic))
+        for c in scopes:
+            c.fetch_requests += 1
+            if failed:
+                c.failed_fetch_requests += 1
             if follower:
                 c.replication_bytes_out += size
             else:

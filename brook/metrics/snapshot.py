@@ -59,6 +59,8 @@ _TOPIC_METERS = (
     ("replication_bytes_out", "replicationbytesout", "Bytes of records sent to followers"),
     ("produce_requests", "totalproducerequests", "Produce requests, counted per partition"),
     ("failed_produce_requests", "failedproducerequests", "Produce partitions that failed"),
+    ("fetch_requests", "totalfetchrequests", "Fetch requests, counted per partition"),
+    ("failed_fetch_requests", "failedfetchrequests", "Fetch partitions answered with an error"),
 )
 
 

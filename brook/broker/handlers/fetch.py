@@ -362,10 +362,14 @@ class _Fetch:
         topics: list[tuple[str | uuid.UUID, list[tuple[int, PartitionResult]]]] = []
         endpoints: dict[int, tuple[int, str, int, str | None]] = {}
         last_key: str | uuid.UUID | None = None
-        counters = self.broker.counters
+        counters, known = self.broker.counters, self.broker.image.topics
         for fp, result in data.partitions:
-            if result.records:
-                counters.fetched(fp.topic, len(result.records), self.is_follower)
+            counters.fetched(
+                fp.topic if fp.topic in known else None,
+                len(result.records),
+                self.is_follower,
+                bool(result.error_code),
+            )
             key = fp.topic_id if version >= 13 else fp.topic
             if key != last_key or not topics:
                 topics.append((key, []))

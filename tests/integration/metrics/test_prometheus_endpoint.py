@@ -79,6 +79,10 @@ def test_topic_figures_equal_what_was_produced_and_fetched(
         value(after, "kafka_network_requestmetrics_totaltimems_count", request="Produce")
         >= produced
     )
+    assert (
+        value(after, "kafka_server_brokertopicmetrics_totalfetchrequests_total", topic=unique_topic)
+        == 1
+    )
     # a consumer's fetch counts as Fetch and as FetchConsumer, as in Kafka
     for name in ("Fetch", "FetchConsumer"):
         assert (
@@ -242,3 +246,14 @@ def _long_poll(topic: str, max_wait_ms: int) -> dict[str, object]:
         "forgotten_topics_data": [],
         "rack_id": "",
     }
+
+
+def test_fetching_made_up_topics_adds_no_series(metered: tuple[BrookProcess, int]) -> None:
+    broker, port = metered
+    with RawClient(broker.bootstrap) as c:
+        for n in range(3):
+            part = fetch(c, f"no-such-topic-{n}", 0, 0).responses[0].partitions[0]
+            assert part.error_code != 0
+    after = scrape(port)
+    assert value(after, "kafka_server_brokertopicmetrics_failedfetchrequests_total") == 3
+    assert not any(labels.get("topic", "").startswith("no-such-topic") for labels in _labels(port))

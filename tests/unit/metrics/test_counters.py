@@ -66,3 +66,13 @@ def test_a_fetch_is_also_counted_as_a_consumers_or_a_followers() -> None:
     }
     assert sum(c.request_latency[ApiKey.FETCH].counts) == 2
     assert sum(c.request_latency[FETCH_FOLLOWER].counts) == 1
+
+
+def test_fetches_count_per_partition_and_unknown_topics_only_in_all_topics() -> None:
+    c = BrokerCounters()
+    c.fetched("a", 10, follower=False)
+    c.fetched("a", 0, follower=True, failed=True)
+    c.fetched(None, 0, follower=False, failed=True)
+    assert (c.topics["a"].fetch_requests, c.topics["a"].failed_fetch_requests) == (2, 1)
+    assert (c.all_topics.fetch_requests, c.all_topics.failed_fetch_requests) == (3, 2)
+    assert list(c.topics) == ["a"]
