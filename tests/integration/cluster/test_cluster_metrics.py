@@ -1,6 +1,6 @@
 """The Prometheus endpoint on every node of a 3-node ``brook cluster``: the replica figures
-follow faults on real processes (a broker killed, then restarted: under-replicated and offline
-partitions go up and back to 0; a follower paused past replica.lag.time.max.ms: an ISR shrink,
+follow faults on real processes (a broker killed, then restarted: under-replicated,
+under-min-ISR and offline partitions go up and back to 0; a follower paused past replica.lag.time.max.ms: an ISR shrink,
 then an expansion once resumed) and every node's quorum figures agree with DescribeQuorum."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from brook.protocol.records import build_simple_batch
 
 URP = "kafka_server_replicamanager_underreplicatedpartitions"
 OFFLINE = "kafka_controller_kafkacontroller_offlinepartitionscount"
+UNDER_MIN_ISR = "kafka_server_replicamanager_underminisrpartitioncount"
 
 
 def _scrapes(cluster: LocalCluster, nodes: list[int]) -> dict[int, Samples]:
@@ -39,9 +40,11 @@ def _total(cluster: LocalCluster, nodes: list[int], name: str) -> float:
     return sum(value(s, name) for s in _scrapes(cluster, nodes).values())
 
 
-def _create(admin: Admin, assignment: dict[int, list[int]]) -> str:
+def _create(
+    admin: Admin, assignment: dict[int, list[int]], configs: dict[str, str] | None = None
+) -> str:
     topic = f"metrics-{uuid.uuid4().hex[:8]}"
-    admin.create_topics([NewTopic(topic, replica_assignment=assignment)])
+    admin.create_topics([NewTopic(topic, replica_assignment=assignment, configs=configs or {})])
     wait_fully_replicated(admin, topic)
     return topic
 
@@ -56,7 +59,10 @@ def test_a_killed_broker_shows_as_under_replicated_and_offline_partitions(
         everyone = [1, 2, 3]
         live = [a, b]
         with Admin({"bootstrap.servers": cluster.node(a).broker_address}) as admin:
-            replicated = _create(admin, {0: [a, b, victim], 1: [b, victim, a]})
+            # min.insync.replicas=3: one broker gone leaves both partitions under it
+            replicated = _create(
+                admin, {0: [a, b, victim], 1: [b, victim, a]}, {"min.insync.replicas": "3"}
+            )
             _create(admin, {0: [victim]})  # only on the victim: offline once it is gone
             # what the leader took in, each follower took in from it
             batch = build_simple_batch([b"r" * 100] * 10)
@@ -93,10 +99,13 @@ def test_a_killed_broker_shows_as_under_replicated_and_offline_partitions(
             # both partitions led by a and b lose a replica; the victim's own has no leader
             assert eventually(lambda: _total(cluster, live, URP) == 2)
             assert eventually(lambda: _total(cluster, live, OFFLINE) == 1)
+            assert eventually(lambda: _total(cluster, live, UNDER_MIN_ISR) == 2)
             cluster.restart(victim)
             assert eventually(
                 lambda: (
-                    _total(cluster, everyone, URP) == 0 and _total(cluster, everyone, OFFLINE) == 0
+                    _total(cluster, everyone, URP) == 0
+                    and _total(cluster, everyone, OFFLINE) == 0
+                    and _total(cluster, everyone, UNDER_MIN_ISR) == 0
                 )
             )
         # the quorum's figures on every node agree with DescribeQuorum
