@@ -1,7 +1,8 @@
 """The Prometheus endpoint on every node of a 3-node ``brook cluster``: the replica figures
 follow faults on real processes (a broker killed, then restarted: under-replicated,
-under-min-ISR and offline partitions go up and back to 0; a follower paused past replica.lag.time.max.ms: an ISR shrink,
-then an expansion once resumed) and every node's quorum figures agree with DescribeQuorum."""
+under-min-ISR and offline partitions go up and back to 0; a follower paused past
+replica.lag.time.max.ms: an ISR shrink, then an expansion once resumed), followers count the
+bytes they replicate, and every node's quorum figures agree with DescribeQuorum."""
 
 from __future__ import annotations
 
