@@ -185,15 +185,22 @@ def local_cluster(
     brokers: int | None = None,
     overrides: dict[str, str] | None = None,
     timeout: float = 60.0,
+    metrics: bool = False,
 ) -> Iterator[LocalCluster]:
     """A new ``brook cluster`` in ``directory`` (``nodes`` / ``controllers`` / ``brokers`` as
     ``brook cluster start`` takes them), started and stopped at the end whatever happens;
     yields the ``LocalCluster`` (``bootstrap_servers`` for clients, ``kill`` / ``pause`` /
-    ``restart`` / ``slow`` for faults)."""
+    ``restart`` / ``slow`` for faults); ``metrics``: every node serves Prometheus metrics
+    (``cluster.node(i).metrics_url``)."""
     from brook.cli.local_cluster import LocalCluster
 
     cluster = LocalCluster.create(
-        directory, nodes=nodes, controllers=controllers, brokers=brokers, overrides=overrides
+        directory,
+        nodes=nodes,
+        controllers=controllers,
+        brokers=brokers,
+        overrides=overrides,
+        metrics=metrics,
     )
     try:
         cluster.start(timeout)

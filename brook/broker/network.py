@@ -99,6 +99,8 @@ class Connection(asyncio.BufferedProtocol):
         self._closed = False
         self._task: asyncio.Task[None] | None = None
         self.last_active = time.monotonic()
+        # time.perf_counter() at the dispatch of the request being handled (its latency)
+        self._started = 0.0
 
     # ------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -200,6 +202,7 @@ class Connection(asyncio.BufferedProtocol):
             frame = self._frames.popleft()
             self._handling = len(frame)
             self._queued_bytes -= self._handling
+            self._started = time.perf_counter()
             try:
                 pending = self._dispatch(frame)
             except Exception:
@@ -305,6 +308,9 @@ class Connection(asyncio.BufferedProtocol):
 
     # ------------------------------------------------------------------ output
     def _send(self, ctx: RequestContext, response: Response) -> None:
+        self.broker.counters.request_done(
+            ctx.api_key, ctx.api_version, self._started, ctx.fetch_from_follower
+        )
         if response is None or self._closed or self.transport is None:
             return
         if isinstance(response, dict):
@@ -359,6 +365,11 @@ class Connection(asyncio.BufferedProtocol):
                     ready.append(out.popleft())
                 transport.writelines(ready)
             self.last_active = time.monotonic()
+
+    @property
+    def queued_requests(self) -> int:
+        """Requests read and waiting for the one in progress (Kafka's request queue)."""
+        return len(self._frames)
 
     @property
     def idle(self) -> bool:

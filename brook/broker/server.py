@@ -17,6 +17,7 @@ from typing import Any
 from brook.config.defs import Config
 from brook.config.server import (
     FOLLOWER_FETCH_DELAY_KEY,
+    METRICS_LISTENER_KEY,
     PRODUCE_DELAY_KEY,
     is_sole_voter,
     log_dirs,
@@ -31,11 +32,14 @@ from brook.log.log import PartitionLog
 from brook.log.manager import LogManager
 from brook.log.meta_properties import StorageCheckError, check_storage
 from brook.metadata.controller_api import ControllerApi, ControllerError
-from brook.metadata.image import Change, MetadataImage
+from brook.metadata.image import Change, MetadataImage, TopicRemoved
 from brook.metadata.loader import MetadataLoader
 from brook.metadata.quorum import LocalQuorum
 from brook.metadata.quorum_controller import QuorumController
 from brook.metadata.records import METADATA_TOPIC, METADATA_TOPIC_ID, Endpoint, encode
+from brook.metrics.counters import BrokerCounters
+from brook.metrics.endpoint import MetricsEndpoint
+from brook.metrics.snapshot import take_snapshot
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors, KafkaError
 
@@ -90,6 +94,14 @@ class Broker:
         )
         self.clock: Callable[[], int] = _now_ms
         self.loader = MetadataLoader()
+        # What the node counts as it works (on its loop); the endpoint serves it with the
+        # rest of the node's state when metrics.prometheus.listener is set.
+        self.counters = BrokerCounters()
+        self.metrics: MetricsEndpoint | None = None
+        if config[METRICS_LISTENER_KEY]:
+            self.metrics = MetricsEndpoint(
+                config[METRICS_LISTENER_KEY], lambda: take_snapshot(self), self.counters
+            )
         self.socket_server = SocketServer(self)
         self.fetch_sessions = FetchSessionCache(
             int(config["max.incremental.fetch.session.cache.slots"])
@@ -168,6 +180,8 @@ class Broker:
             configured_cluster_id=cfg["cluster.id"],
             may_self_format=is_sole_voter(cfg),
         )
+        if self.metrics is not None:
+            self.metrics.start()
         meta_log = self._load_logs()
         if sole:
             self.quorum = LocalQuorum(meta_log, self.node_id, self.clock)
@@ -317,6 +331,7 @@ class Broker:
         self.loader.add_publisher(self.replica_manager.on_metadata_changes)
         self._apply_fault_delays()
         self.loader.add_publisher(self._on_fault_configs)
+        self.loader.add_publisher(self._forget_removed_topics)
         if self.quorum_controller is not None and sole:
             # A lone node creates a topic's logs before committing it, so a topic its disk
             # cannot hold is refused; a cluster's brokers create them as the metadata applies.
@@ -351,6 +366,7 @@ class Broker:
             delay_ms=lambda: self.fault_follower_fetch_delay_ms,
             clock=self.clock,
             hosted=rm.partitions.get,
+            replicated=self.counters.replicated,
         )
 
     def _on_log_dir_failure(self, directory: Path) -> None:
@@ -371,6 +387,12 @@ class Broker:
                 "answering with KAFKA_STORAGE_ERROR until it is restarted",
                 ", ".join(map(str, self.log_manager.log_dirs)),
             )
+
+    def _forget_removed_topics(self, changes: list[Change]) -> None:
+        """A deleted topic's counters go with it, as Kafka removes its BrokerTopicMetrics."""
+        for change in changes:
+            if isinstance(change, TopicRemoved):
+                self.counters.forget_topic(change.topic.name)
 
     def _on_fault_configs(self, changes: list[Change]) -> None:
         if faults.concerns_node(changes, self.node_id):
@@ -397,6 +419,8 @@ class Broker:
     async def stop(self) -> None:
         # Background jobs finish what they are doing (a checkpoint half-written by a worker
         # thread must not race the final one), then stop.
+        if self.metrics is not None:
+            await self.metrics.stop()
         self._stopping.set()
         await asyncio.gather(*self._tasks)
         if self.lifecycle is not None:
@@ -441,6 +465,8 @@ class Broker:
         if isinstance(self.controller, ControllerRouter) and self.controller.remote is not None:
             self.controller.remote.close()
         self.log_manager.close_files()
+        if self.metrics is not None:
+            await self.metrics.stop()
         log.info("Brook node %d stopped without finishing its start", self.node_id)
 
     async def _controlled_shutdown(self) -> None:

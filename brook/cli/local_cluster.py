@@ -42,6 +42,7 @@ from .cluster_config import (
     CONTROLLER_LISTENER,
     HOST,
     MANAGED_KEYS,
+    METRICS_PORT,
     ClusterError,
     Node,
     free_ports,
@@ -151,10 +152,12 @@ class LocalCluster:
         controllers: int | None = None,
         brokers: int | None = None,
         overrides: Mapping[str, str] | None = None,
+        metrics: bool = False,
     ) -> LocalCluster:
         """Write a new cluster into ``directory``: each node's server.properties (checked as
         the node will check it), free loopback ports, one cluster id, every node's storage
-        formatted with it, and the state file. Nothing is started."""
+        formatted with it, and the state file. Nothing is started. ``metrics``: every node
+        serves Prometheus metrics on a port of its own (``Node.metrics_url``)."""
         directory = Path(directory).resolve()
         if (directory / STATE_FILE).exists():
             raise ClusterError(f"{directory} already holds a cluster ({STATE_FILE})")
@@ -168,7 +171,8 @@ class LocalCluster:
                 node_id,
                 roles,
                 [BROKER_LISTENER] * (BROKER in roles)
-                + [CONTROLLER_LISTENER] * (CONTROLLER in roles),
+                + [CONTROLLER_LISTENER] * (CONTROLLER in roles)
+                + [METRICS_PORT] * metrics,
             )
             for node_id, roles in layout
         ]

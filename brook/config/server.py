@@ -27,6 +27,8 @@ PRODUCE_DELAY_KEY = "brook.fault.produce.delay.ms"
 FOLLOWER_FETCH_DELAY_KEY = "brook.fault.follower.fetch.delay.ms"
 # Test only: the principal of every connection of a listener (brook/broker/listener_principals.py).
 TEST_PRINCIPALS_KEY = "brook.test.listener.principals"
+# The Prometheus endpoint (brook/metrics/endpoint.py).
+METRICS_LISTENER_KEY = "metrics.prometheus.listener"
 
 
 def _check_super_users(name: str, value: Any) -> None:
@@ -579,6 +581,15 @@ SERVER_CONFIG = ConfigDef(
         _K("group.min.session.timeout.ms", Type.INT, 6000, None, "Smallest session timeout"),
         _K("group.max.session.timeout.ms", Type.INT, 1800000, None, "Largest session timeout"),
         _K("group.max.size", Type.INT, 2**31 - 1, at_least(1), "Most members in a group"),
+        # metrics
+        _K(
+            METRICS_LISTENER_KEY,
+            Type.STRING,
+            None,
+            lambda name, value: parse_metrics_listener(name, value),
+            "Where the Prometheus endpoint listens, as http://host:port (metrics at /metrics); "
+            "unset or empty: no endpoint",
+        ),
         # experiments
         _K(
             PRODUCE_DELAY_KEY,
@@ -791,6 +802,26 @@ def _check_roles(cfg: Config) -> None:
     broker_listeners = [n for n in listener_names if n not in controller_names]
     if "broker" in given and not broker_listeners and not is_sole_voter(cfg):
         raise ConfigError("listeners must include a broker listener on a broker")
+
+
+def parse_metrics_listener(name: str, value: str | None) -> tuple[str, int]:
+    """``http://host:port`` -> (host, port); port 0 takes a free one. Anything else (another
+    scheme, no host or port, a path) is refused with the key's name."""
+    if not value:
+        return ("", 0)
+    scheme, sep, rest = value.partition("://")
+    host, colon, port = rest.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if sep == "" or scheme.lower() != "http" or not colon or not host or "/" in rest:
+        raise ConfigError(
+            f"Invalid value {value} for configuration {name}: expected http://host:port"
+        )
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(
+            f"Invalid value {value} for configuration {name}: the port must be a number "
+            "in [0, 65535]"
+        )
+    return host, int(port)
 
 
 def parse_listener(text: str) -> tuple[str, str, int]:
