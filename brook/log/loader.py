@@ -1,6 +1,7 @@
-"""Opening a partition directory (Kafka's ``LogLoader``): clear leftovers of interrupted work,
-check or rebuild each segment's indexes, and after an unclean shutdown re-validate every batch
-from the recovery point, cutting the log at the first damaged one and dropping all after it.
+"""Opening a partition directory (Kafka's ``LogLoader``): complete a swap of cleaned segments
+that a crash interrupted (swap.py) and clear other leftovers of interrupted work, check or
+rebuild each segment's indexes, and after an unclean shutdown re-validate every batch from
+the recovery point, cutting the log at the first damaged one and dropping all after it.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from .segment import (
     LogSegment,
     delete_segment_files,
 )
+from .swap import complete_interrupted_swaps
 
 log = logging.getLogger(__name__)
 
-# Kafka's suffixes for files of compaction and segment replacement; Brook never leaves them
-# complete, so any found belong to work that a crash interrupted.
-_LEFTOVER_SUFFIXES = (TMP_SUFFIX, DELETED_SUFFIX, ".cleaned", ".swap")
+# Files of a replacement or deletion that a crash interrupted (the swap's own are handled by
+# swap.complete_interrupted_swaps first).
+_LEFTOVER_SUFFIXES = (TMP_SUFFIX, DELETED_SUFFIX)
 
 
 @dataclass
@@ -109,6 +111,8 @@ class LogLoader:
     def _load(self, segments: list[LogSegment]) -> LoadedLog:
         """``load``, collecting the segments it opens in ``segments``."""
         names = os.listdir(self.dir)
+        if complete_interrupted_swaps(self.dir, names):
+            names = os.listdir(self.dir)
         bases = segment_base_offsets(self.dir, names)
         _remove_leftovers(self.dir, set(bases), names)
         cache = self.epoch_cache

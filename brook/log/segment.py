@@ -98,6 +98,34 @@ def _write_all(fd: int, parts: Sequence[bytes | bytearray | memoryview], size: i
         rest = rest[os.write(fd, rest) :]
 
 
+class SegmentView(NamedTuple):
+    """A segment as it was when another thread (the log cleaner) took it to read: the
+    bytes below ``size`` are what it reads, and ``unchanged`` tells whether they still are."""
+
+    segment: LogSegment
+    base_offset: int
+    size: int
+    truncations: int
+    index_bytes: int
+    time_index_bytes: int
+    # the first batch's max timestamp (max.compaction.lag.ms counts from it), None if empty
+    first_batch_timestamp: int | None
+    largest_timestamp: int
+
+    @property
+    def path(self) -> Path:
+        return self.segment.log_path
+
+    def unchanged(self) -> bool:
+        """Neither closed (deleted), truncated nor appended to since the view was taken."""
+        segment = self.segment
+        return (
+            not segment.closed
+            and segment.size == self.size
+            and segment.truncations == self.truncations
+        )
+
+
 class LogSegment:
     """Offsets in ``[base_offset, next_offset)``; ``size`` bytes of whole batches."""
 
@@ -187,6 +215,19 @@ class LogSegment:
             files=files,
         )
 
+    def view(self) -> SegmentView:
+        """What another thread may read of this segment now (see ``SegmentView``)."""
+        return SegmentView(
+            self,
+            self.base_offset,
+            self.size,
+            self.truncations,
+            len(self.offset_index) * 8,
+            len(self.time_index) * 12,
+            self.rolling_timestamp,
+            self.largest_timestamp,
+        )
+
     @property
     def _fd(self) -> int:
         """The log file's descriptor, reopened if the pool closed it. Every use counts as a
@@ -245,8 +286,9 @@ class LogSegment:
             self.offset_of_max_timestamp = last_offset
 
     def recover(self, on_batch: Callable[[BatchHeader], None] | None = None) -> int:
-        """Validate every batch (framing, magic, CRC, contiguous offsets from the base offset),
-        cut the file at the first invalid or torn one and rebuild both indexes.
+        """Validate every batch (framing, magic, CRC, offsets increasing from the base
+        offset), cut the file at the first invalid or torn one and rebuild both indexes.
+        Offsets may skip: the log cleaner removes records and whole batches, as Kafka's.
 
         Returns the number of bytes cut off.
         """
@@ -258,7 +300,7 @@ class LogSegment:
         since_index = 0
         valid_end = 0
         for pos, header in self._valid_batches():
-            if header.base_offset != expected or (
+            if header.base_offset < expected or (
                 header.last_offset - self.base_offset > MAX_RELATIVE_OFFSET
             ):
                 break
@@ -334,7 +376,7 @@ class LogSegment:
         else:
             waited = now_ms - self.created_ms
         return (
-            waited > config.segment_ms - self.roll_jitter_ms
+            waited > config.roll_ms - self.roll_jitter_ms
             or last_offset - self.base_offset > MAX_RELATIVE_OFFSET
         )
 

@@ -273,14 +273,16 @@ def test_recover_keeps_valid_batches_and_rebuilds_indexes(tmp_path: Path) -> Non
     assert segment.time_index.last_entry() == (1042, BASE + 14)
 
 
-def test_recover_cuts_at_an_offset_gap(tmp_path: Path) -> None:
+def test_recover_keeps_an_offset_gap_and_cuts_offsets_going_back(tmp_path: Path) -> None:
     segment = _segment(tmp_path)
     good = _batch(BASE)
-    gap = _batch(BASE + 4)
+    gap = _batch(BASE + 4)  # offsets a cleaning removed: kept, as Kafka keeps them
+    back = _batch(BASE + 5)  # overlapping the batch before it: cut
     segment.append([good], len(good), BASE + 2, 1002)
     segment.append([gap], len(gap), BASE + 6, 1002)
-    assert segment.recover() == len(gap)
-    assert segment.next_offset == BASE + 3
+    segment.append([back], len(back), BASE + 7, 1002)
+    assert segment.recover() == len(back)
+    assert segment.next_offset == BASE + 7
 
 
 def test_delete_removes_every_file(tmp_path: Path) -> None:
