@@ -1,9 +1,11 @@
 """One cleaning of one log (Kafka's ``Cleaner``), on a cleaner thread.
 
 1. Map every key of the dirty part to the latest offset written for it (``OffsetMap``),
-   until the map is full or the first uncleanable offset is reached; the map speaks for the
-   offsets up to its ``latest_offset``, and the pass cleans the log below ``latest_offset + 1``
-   (the next pass's first dirty offset).
+   batch by batch until the map is full or the first uncleanable offset is reached; the map
+   speaks for the offsets up to its ``latest_offset``, and the pass cleans the log below
+   ``latest_offset + 1`` (the next pass's first dirty offset). Kafka stops mapping at the
+   record that finds the map full; stopping at the end of its batch instead lets every pass
+   make progress, even over a batch holding more keys than the map.
 2. Group the segments below that offset so each group fits one segment (``segment.bytes``,
    ``segment.index.bytes``, relative offsets in 31 bits), and rewrite each group into one
    cleaned segment, keeping of every record only the latest for its key: a record is kept
@@ -244,10 +246,13 @@ class Cleaner:
             )  # fmt: skip
             for record in decoded:
                 key = record[5]
-                if key is not None and record[2] >= start and not put(key_digest(key), record[2]):
-                    return True
+                if key is not None and record[2] >= start:
+                    put(key_digest(key), record[2])
             stats.map_records += len(decoded)
             offset_map.update_latest_offset(header.last_offset)
+            if offset_map.full:
+                # Whole batches only: the pass speaks for every offset up to this one.
+                return True
         return False
 
     # ------------------------------------------------------------------ rewriting

@@ -476,6 +476,13 @@ class PartitionLog:
             run_bytes += item[1].size
         yield run
 
+    @_storage_io("rolling")
+    def roll(self, now_ms: int) -> None:
+        """Start a new active segment now (Kafka's ``UnifiedLog.roll``), unless the active
+        one is empty."""
+        if self._segments[-1].size:
+            self._roll(now_ms)
+
     def _roll(self, now: int) -> LogSegment:
         """Start a new active segment at the log end (the old one must not be empty)."""
         old = self._segments[-1]
