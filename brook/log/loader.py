@@ -140,8 +140,11 @@ class LogLoader:
             segment = LogSegment.with_config(
                 self.dir, base, self.config, self.now_ms, create=False, files=self.files
             )
+            following = bases[i + 1] if i + 1 < len(bases) else None
             try:
-                truncated = self._load_segment(segment, i >= first_unflushed, rebuild_epochs)
+                truncated = self._load_segment(
+                    segment, i >= first_unflushed, rebuild_epochs, following
+                )
             except BaseException:
                 segment.close()
                 raise
@@ -182,8 +185,15 @@ class LogLoader:
         recovery_point = log_end if self.had_clean_shutdown else min(self.recovery_point, log_end)
         return LoadedLog(segments, log_start, max(recovery_point, log_start), fresh=not bases)
 
-    def _load_segment(self, segment: LogSegment, unflushed: bool, rebuild_epochs: bool) -> int:
-        """Check or recover one segment; returns the bytes recovery cut off."""
+    def _load_segment(
+        self,
+        segment: LogSegment,
+        unflushed: bool,
+        rebuild_epochs: bool,
+        following: int | None,
+    ) -> int:
+        """Check or recover one segment (whose batches end by ``following``, the next
+        segment's base offset, if there is one); returns the bytes recovery cut off."""
         assign = self._assign_epoch if unflushed or rebuild_epochs else None
         if not unflushed:
             try:
@@ -195,7 +205,7 @@ class LogLoader:
                     for _, header in segment.iter_headers():
                         self._assign_epoch(header)
                 return 0
-        return segment.recover(assign)
+        return segment.recover(assign, following)
 
     def _assign_epoch(self, header: BatchHeader) -> None:
         epoch = header.partition_leader_epoch

@@ -285,13 +285,39 @@ class LogSegment:
             self.max_timestamp = max_timestamp
             self.offset_of_max_timestamp = last_offset
 
-    def recover(self, on_batch: Callable[[BatchHeader], None] | None = None) -> int:
+    def recover(
+        self,
+        on_batch: Callable[[BatchHeader], None] | None = None,
+        end_offset: int | None = None,
+    ) -> int:
         """Validate every batch (framing, magic, CRC, offsets increasing from the base
-        offset), cut the file at the first invalid or torn one and rebuild both indexes.
-        Offsets may skip: the log cleaner removes records and whole batches, as Kafka's.
+        offset and, when ``end_offset`` is given (the next segment's base offset), ending by
+        it), cut the file at the first invalid or torn one and rebuild both indexes.
+
+        Offsets may skip: the log cleaner removes records and whole batches, as Kafka's. The
+        base offset is outside the CRC, though, and a damaged one can look like such a skip:
+        when offsets then go back, the batch that skipped is taken for the damaged one and
+        the cut is made before it.
 
         Returns the number of bytes cut off.
         """
+        kept: list[tuple[int, BatchHeader]] = []
+        skipped: list[bool] = []  # whether each kept batch skipped offsets before it
+        expected = self.base_offset
+        for pos, header in self._valid_batches():
+            relative = header.last_offset - self.base_offset
+            backwards = header.base_offset < expected
+            if (
+                backwards
+                or relative > MAX_RELATIVE_OFFSET
+                or (end_offset is not None and header.next_offset > end_offset)
+            ):
+                if backwards and skipped and skipped[-1]:
+                    kept.pop()
+                break
+            kept.append((pos, header))
+            skipped.append(header.base_offset > expected)
+            expected = header.next_offset
         index_entries: list[tuple[int, int]] = []
         time_entries: list[tuple[int, int]] = []
         self.max_timestamp, self.offset_of_max_timestamp = NO_TIMESTAMP, self.base_offset
@@ -299,11 +325,7 @@ class LogSegment:
         expected = self.base_offset
         since_index = 0
         valid_end = 0
-        for pos, header in self._valid_batches():
-            if header.base_offset < expected or (
-                header.last_offset - self.base_offset > MAX_RELATIVE_OFFSET
-            ):
-                break
+        for pos, header in kept:
             if on_batch is not None:
                 on_batch(header)
             if self.rolling_timestamp is None:
