@@ -10,6 +10,7 @@ import concurrent.futures
 import contextlib
 import logging
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -65,6 +66,10 @@ METADATA_LOG_CONFIG = {
     "segment.bytes": 64 * 1024 * 1024,
     "max.message.bytes": 8 * 1024 * 1024,
 }
+
+
+# The GIL switch interval while the log cleaner's threads run (see _start_log_cleaner).
+_CLEANER_SWITCH_INTERVAL_S = 0.001
 
 
 def _now_ms() -> int:
@@ -360,6 +365,11 @@ class Broker:
             high_watermark=high_watermark,
             now_ms=self.clock,
         )
+        # A cleaner thread holds the GIL while it decodes and maps records; the event loop,
+        # waiting for it, gets it back after the interpreter's switch interval (5 ms by
+        # default). 1 ms cut the produce latency p50 while a log is cleaned from 4.8 ms to
+        # 0.8 ms (bench/log_cleaner.py); without contention the interval costs nothing.
+        sys.setswitchinterval(min(sys.getswitchinterval(), _CLEANER_SWITCH_INTERVAL_S))
         self.log_cleaner.start()
 
     async def _stop_log_cleaner(self) -> None:
