@@ -218,7 +218,7 @@ class Cleaner:
             view = segments[n]
             if view.base_offset >= end:
                 break
-            position = view.segment.offset_index.lookup(start)[1] if n == first else 0
+            position = job.first_dirty_position if n == first else 0
             if self._map_segment(view, position, start, stats):
                 return
             upper = segments[n + 1].base_offset if n + 1 < len(segments) else end

@@ -44,6 +44,8 @@ class LogToClean:
     config: LogConfig
     segments: list[SegmentView]  # every segment but the active one, oldest first
     first_dirty_offset: int
+    # where in its segment the batch holding the first dirty offset starts (or one before it)
+    first_dirty_position: int
     first_uncleanable_offset: int  # a segment base offset
     need_compaction_now: bool
     producer_last_offsets: dict[int, int]
@@ -233,12 +235,19 @@ class LogCleanerManager:
         )
         clean_bytes = sum(v.size for v in segments if v.base_offset < first_dirty)
         delay = max_compaction_delay(segments, active_base, first_dirty, config, now_ms)
+        holding = floor_index(segments, first_dirty, active_base)
+        position = (
+            segments[holding].segment.offset_index.lookup(first_dirty)[1]
+            if holding < len(segments)
+            else 0
+        )
         return LogToClean(
             tp,
             plog,
             config,
             segments,
             first_dirty,
+            position,
             first_uncleanable,
             delay > 0,
             plog.producer_last_offsets(),

@@ -127,6 +127,8 @@ class LogCleaner:
         while not self._stop.is_set():
             try:
                 cleaned = self.clean_once(cleaner, cleaner_id)
+            except CleaningAborted:
+                return  # the node is stopping
             except Exception:
                 log.exception("log cleaner %d failed", cleaner_id)
                 cleaned = False
