@@ -363,3 +363,29 @@ def test_group_segments_by_size_follows_kafkas_limits(tmp_path: Path) -> None:
     assert [len(g) for g in group_segments_by_size(views, 10**6, 0, 6)] == [1] * 6
     # so do offsets beyond 2^31 of the group's base
     assert [len(g) for g in group_segments_by_size(views, 10**6, 10**6, 2**31 + 10)] == [5, 1]
+
+
+def test_a_follower_copies_a_cleaned_log_and_cleans_its_own(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    leader = node.log(name="leader")
+    history = _write(leader, keys=4, rounds=5, per_segment=3)
+    node.clean_until_done()
+    follower = node.log(name="follower")
+    offset = 0
+    while offset < leader.log_end_offset:  # as the replica fetcher copies it
+        data = leader.read(offset, 1 << 20).records
+        assert isinstance(data, bytes)
+        result = follower.append_as_follower(data)
+        offset = result.last_offset + 1
+    assert _records(follower) == _records(leader)
+    # more writes on the leader, copied as they are; each replica then cleans its own log
+    more = [(b"k%d" % n, b"more%d" % n) for n in range(4)]
+    for entry in more:
+        base = append(leader, [entry])
+        follower.append_as_follower(leader.read(base, 1 << 20).records)
+        history.append((base, entry))
+    leader.roll(NOW)
+    follower.roll(NOW)
+    node.clean_until_done()
+    expected = _expected(history, leader.log_end_offset)
+    assert _records(leader) == _records(follower) == expected
