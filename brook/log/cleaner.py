@@ -283,9 +283,14 @@ class Cleaner:
         stats.groups += 1
         if self._swap_delay is not None:
             self._swap_delay()
-        if self._stopping() or not self._swap(job, group, files):
-            files.discard()
-            raise CleaningAborted(f"{job.log.dir.name} changed while it was being cleaned")
+        try:
+            if self._stopping():
+                raise CleaningAborted("the node is stopping")
+            if not self._swap(job, group, files):
+                raise CleaningAborted(f"{job.log.dir.name} changed while it was being cleaned")
+        except CleaningAborted:
+            files.discard()  # not swapped in, and never will be
+            raise
 
     def _filter(
         self,
