@@ -140,8 +140,7 @@ def max_compaction_delay(
 
 class LogCleanerManager:
     """The cleaning state of every log of the node's ``logs`` (called for the current
-    logs at each selection on the logs' thread, so logs created and deleted meanwhile are
-    seen; checkpoints of deleted logs are dropped then)."""
+    logs at each selection, on the logs' thread, so logs created meanwhile are seen)."""
 
     def __init__(
         self,
@@ -162,6 +161,12 @@ class LogCleanerManager:
                 log.warning("ignoring unreadable cleaner checkpoint: %s", exc)
                 offsets = {}
             self._checkpoints[directory] = offsets
+        # Logs deleted while the node was down keep no entry (later deletions are forgotten
+        # as they happen: ``forget``).
+        known = {(p.log_dir, p.topic, p.partition) for p in logs()}
+        for directory, offsets in self._checkpoints.items():
+            for tp in [tp for tp in offsets if (directory, *tp) not in known]:
+                del offsets[tp]
         self.dirtiest_ratio = 0.0
 
     # ------------------------------------------------------------------ selection
@@ -173,15 +178,10 @@ class LogCleanerManager:
         something to clean, the one with the largest dirty ratio. On the logs' thread.
         ``high_watermark``: a log's, None for a log not served (it is not cleaned)."""
         candidates: list[LogToClean] = []
-        logs = list(self._logs())
-        known = {(p.log_dir, p.topic, p.partition) for p in logs}
         with self._lock:
             busy = self._in_progress | self._uncleanable
-            for directory, offsets in self._checkpoints.items():  # logs deleted meanwhile
-                for tp in [tp for tp in offsets if (directory, *tp) not in known]:
-                    del offsets[tp]
             checkpoints = {d: dict(c) for d, c in self._checkpoints.items()}
-        for plog in logs:
+        for plog in self._logs():
             tp = (plog.topic, plog.partition)
             if not plog.config.compacted or tp in busy:
                 continue

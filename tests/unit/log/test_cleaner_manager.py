@@ -130,3 +130,15 @@ def test_an_unreadable_checkpoint_file_starts_from_the_log_starts(tmp_path: Path
     _segments(plog, 2)
     job = node.cleaner.manager.grab_filthiest(NOW, _everything)
     assert job is not None and job.first_dirty_offset == 0
+
+
+def test_checkpoints_of_logs_gone_while_the_node_was_down_are_dropped(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    _segments(node.log(name="a"), 2)
+    node.clean_until_done()
+    node.close()
+    text = (node.dir / CLEANER_CHECKPOINT).read_text()
+    (node.dir / CLEANER_CHECKPOINT).write_text(text.replace("0\n1\n", "0\n2\ngone 0 5\n"))
+    again = Node(tmp_path)
+    assert again.cleaner.manager.checkpoint(("gone", 0), again.dir) is None
+    assert again.cleaner.manager.checkpoint(("a", 0), again.dir) == 2
