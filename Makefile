@@ -9,7 +9,7 @@ TEST_STAMP := $(VENV)/.brook-test-installed
 SPARK_STAMP := $(VENV)/.brook-spark-installed
 EXPERIMENTS_STAMP := $(VENV)/.brook-experiments-installed
 
-.PHONY: run test lint bench bench-spark experiments experiment-kip794 experiment-kip227 experiment-kip951 pipeline clean
+.PHONY: run test lint bench bench-spark experiments experiment-kip794 experiment-kip227 experiment-kip951 experiment-kip250 pipeline clean
 
 # The C extensions are built by the install, so a change to one reinstalls.
 $(STAMP): pyproject.toml brook/protocol/_crecords.c brook/protocol/_cwalk.c
@@ -50,8 +50,8 @@ bench: $(TEST_STAMP)
 
 # The seed proposals' experiments (docs/experiments.md), each on a 3-node brook cluster, with
 # its plot redrawn into docs/images/; KIP-794's full run takes ~6 minutes, KIP-227's ~4,
-# KIP-951's ~13.
-experiments: experiment-kip794 experiment-kip227 experiment-kip951
+# KIP-951's ~13, KIP-250's ~45 (four configurations of 10 minutes, each on a fresh cluster).
+experiments: experiment-kip794 experiment-kip227 experiment-kip951 experiment-kip250
 
 experiment-kip794: $(EXPERIMENTS_STAMP)
 	$(BIN)/python -m bench.kip794_experiment --plot $(EXPERIMENT_ARGS)
@@ -61,6 +61,9 @@ experiment-kip227: $(EXPERIMENTS_STAMP)
 
 experiment-kip951: $(EXPERIMENTS_STAMP)
 	$(BIN)/python -m bench.kip951_experiment --plot $(EXPERIMENT_ARGS)
+
+experiment-kip250: $(EXPERIMENTS_STAMP)
+	$(BIN)/python -m bench.kip250_experiment --plot $(EXPERIMENT_ARGS)
 
 # The clickstream example: a broker on a free loopback port (data in ./data-pipeline), the
 # generator and the Spark job; prints the results and stops everything.

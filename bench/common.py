@@ -79,6 +79,34 @@ def tansu_broker() -> Iterator[str]:
 BROKERS = {"brook": brook_broker, "tansu": tansu_broker}
 
 
+def perf_test_command(
+    props: dict[str, str], topic: str, rate: int, records: int, record_size: int, trace: Path
+) -> list[str]:
+    """``brook producer-perf-test`` with ``props`` (written beside ``trace``) and every
+    record's latency into ``trace`` (``--latency-file``)."""
+    config = trace.with_suffix(".properties")
+    config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return [
+        sys.executable,
+        "-m",
+        "brook.cli.main",
+        "producer-perf-test",
+        "--topic",
+        topic,
+        "--num-records",
+        str(records),
+        "--record-size",
+        str(record_size),
+        "--throughput",
+        str(rate),
+        "--producer.config",
+        str(config),
+        "--print-metrics",
+        "--latency-file",
+        str(trace),
+    ]
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 

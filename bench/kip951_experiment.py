@@ -56,7 +56,7 @@ from brook.cli.local_cluster import LocalCluster
 from brook.client.admin import Admin, NewTopic
 from brook.client.admin.types import ElectionType
 
-from .common import ROOT, machine, save
+from .common import ROOT, machine, perf_test_command, save
 from .kip794_experiment import parse_output
 
 PARTITIONS = 100
@@ -227,27 +227,7 @@ def brook_command(
 ) -> list[str]:
     props = producer_properties(bootstrap, acks)
     props["brook.leader.discovery.enable"] = str(discovery).lower()
-    config = trace.with_suffix(".properties")
-    config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    return [
-        sys.executable,
-        "-m",
-        "brook.cli.main",
-        "producer-perf-test",
-        "--topic",
-        topic,
-        "--num-records",
-        str(records),
-        "--record-size",
-        str(RECORD_SIZE),
-        "--throughput",
-        str(rate),
-        "--producer.config",
-        str(config),
-        "--print-metrics",
-        "--latency-file",
-        str(trace),
-    ]
+    return perf_test_command(props, topic, rate, records, RECORD_SIZE, trace)
 
 
 def librdkafka_command(

@@ -40,6 +40,7 @@ from brook.protocol.framing import (
     response_header,
 )
 from brook.protocol.primitives import INT16, INT32
+from brook.security.principal import ANONYMOUS, KafkaPrincipal
 
 from .memory_pool import RequestMemoryPool
 from .registry import BROKER, TABLES, RequestContext, Response
@@ -75,6 +76,8 @@ class Connection(asyncio.BufferedProtocol):
         self.max_request_size = int(broker.config["socket.request.max.bytes"])
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
+        # Who this connection's requests are made by; authentication replaces it.
+        self.principal: KafkaPrincipal = ANONYMOUS
         self._pool = server.memory_pool
         self._reader = FrameAssembler(
             self.max_request_size,

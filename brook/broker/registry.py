@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from brook.protocol.api import ApiKey
+from brook.security.principal import KafkaPrincipal
 
 if TYPE_CHECKING:
     from .network import Connection
@@ -50,6 +51,10 @@ class RequestContext:
     @property
     def on_controller_listener(self) -> bool:
         return self.scope == CONTROLLER
+
+    @property
+    def principal(self) -> KafkaPrincipal:
+        return self.connection.principal
 
 
 BROKER = "broker"

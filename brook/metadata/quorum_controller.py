@@ -475,14 +475,18 @@ class QuorumController:
         ``quorum_acks`` and ``replica_logs``); with fewer live, it stays leaderless."""
         listener = self.server_config.get("inter.broker.listener.name")
         asker = ReplicaLogs(self.node_id, str(listener) if listener else None)
+        scanned = -1  # the image offset last found with nothing to elect
         try:
             while self._active is not None:
                 await asyncio.sleep(QUORUM_ELECTION_POLL_S)
                 active = self._active
                 if active is None:
                     return
+                if active.image.offset == scanned:
+                    continue  # nothing changed since a scan found no fenced partition
                 waiting = quorum_acks.leaderless(active.image, active.cluster.acceptable)
                 if not waiting:
+                    scanned = active.image.offset
                     continue
                 acceptable = active.cluster.acceptable
                 reports = await asker.ask(

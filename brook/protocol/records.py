@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from crc32c import crc32c
+from kio.schema.leader_change_message.v0.data import LeaderChangeMessage, Voter
 
 from .batch import (
     CODEC_MASK,
@@ -34,6 +35,7 @@ from .batch import (
     read_header,
 )
 from .compression import CompressionError, compress, decompress
+from .framing import encode_kio
 from .primitives import INT64_MAX, INT64_MIN, read_uvarint, uvarint, varint
 
 Headers = Sequence[tuple[str, bytes | None]]
@@ -173,19 +175,27 @@ LEADER_CHANGE = 2  # Kafka's ControlRecordType.LEADER_CHANGE
 
 
 def leader_change_batch(
-    leader_id: int, *, base_offset: int, leader_epoch: int, timestamp: int
+    leader_id: int,
+    *,
+    base_offset: int,
+    leader_epoch: int,
+    timestamp: int,
+    voters: Sequence[int] = (),
+    granting_voters: Sequence[int] = (),
 ) -> bytes:
     """A control batch of one LEADER_CHANGE record (key: version 0, type 2; value: KRaft's
-    LeaderChangeMessage v0 naming ``leader_id``), with its offset and leader epoch set.
+    LeaderChangeMessage v0), with its offset and leader epoch set. The metadata quorum's
+    leader writes it with its voters; a quorum-acks partition's leader too (no voters).
     Consumers skip control batches, as they skip transaction markers."""
     key = struct.pack(">hh", 0, LEADER_CHANGE)
-    voter = struct.pack(">i", leader_id) + uvarint(0)  # VoterId, no tagged fields
-    value = (
-        struct.pack(">hi", 0, leader_id)
-        + uvarint(2) + voter  # Voters: [leader]
-        + uvarint(2) + voter  # GrantingVoters: [leader]
-        + uvarint(0)
-    )  # fmt: skip
+    value = encode_kio(
+        LeaderChangeMessage(
+            version=0,
+            leader_id=leader_id,
+            voters=tuple(Voter(voter_id=v) for v in voters),
+            granting_voters=tuple(Voter(voter_id=v) for v in granting_voters),
+        )
+    )
     payload = encode_record(0, 0, key, value, ())
     header = batch_header(
         payload,

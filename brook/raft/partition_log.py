@@ -15,14 +15,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from kio.schema.leader_change_message.v0.data import LeaderChangeMessage, Voter
-
 from brook.log.checkpoints import fsync_path
 from brook.log.log import PartitionLog
-from brook.protocol.batch import CONTROL_BIT
-from brook.protocol.framing import encode_kio
-from brook.protocol.primitives import INT16
-from brook.protocol.records import batch_header, build_batch, encode_record
+from brook.protocol.records import build_batch, encode_record, leader_change_batch
 
 from .log import Batches, LeaderChangeRecord
 from .messages import OffsetAndEpoch
@@ -30,8 +25,6 @@ from .messages import OffsetAndEpoch
 SNAPSHOT_SUFFIX = ".checkpoint"
 PART_SUFFIX = ".part"
 DELETED_SUFFIX = ".deleted"
-LEADER_CHANGE = 2  # Kafka's ControlRecordType.LEADER_CHANGE
-_CONTROL_VERSION = 0
 
 
 def snapshot_name(snapshot_id: OffsetAndEpoch) -> str:
@@ -49,30 +42,6 @@ def parse_snapshot_name(name: str) -> OffsetAndEpoch | None:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def leader_change_batch(record: LeaderChangeRecord, offset: int, epoch: int, now: int) -> bytes:
-    """A control batch holding one LeaderChangeMessage, at ``offset`` in ``epoch``."""
-    key = INT16.pack(_CONTROL_VERSION) + INT16.pack(LEADER_CHANGE)
-    value = encode_kio(
-        LeaderChangeMessage(
-            version=0,
-            leader_id=record.leader_id,
-            voters=tuple(Voter(voter_id=v) for v in record.voters),
-            granting_voters=tuple(Voter(voter_id=v) for v in record.granting_voters),
-        )
-    )
-    payload = encode_record(0, 0, key, value)
-    header = batch_header(
-        payload,
-        attributes=CONTROL_BIT,
-        count=1,
-        base_timestamp=now,
-        max_timestamp=now,
-        base_offset=offset,
-        partition_leader_epoch=epoch,
-    )
-    return header + payload
 
 
 class PartitionRaftLog:
@@ -161,7 +130,15 @@ class PartitionRaftLog:
 
     def append_leader_change(self, record: LeaderChangeRecord, epoch: int) -> int:
         offset = self.log.log_end_offset
-        self.log.append_as_follower(leader_change_batch(record, offset, epoch, _now_ms()))
+        batch = leader_change_batch(
+            record.leader_id,
+            base_offset=offset,
+            leader_epoch=epoch,
+            timestamp=_now_ms(),
+            voters=record.voters,
+            granting_voters=record.granting_voters,
+        )
+        self.log.append_as_follower(batch)
         return offset
 
     def append_as_follower(self, batches: Batches) -> None:

@@ -1,8 +1,9 @@
-"""The seed experiments run end to end at a tiny size, each on a real 3-node ``brook
-cluster``: KIP-794's through the real ``brook producer-perf-test`` with one node slowed by
+"""The seed experiments run end to end at a tiny size, each on real 3-node ``brook
+cluster``s: KIP-794's through the real ``brook producer-perf-test`` with one node slowed by
 ``brook cluster slow``, KIP-227's with Brook's consumer with and without fetch sessions,
-KIP-951's with a leadership move. Their figures are for docs/experiments.md, not asserted
-here; what is asserted is that the pieces they are made of measure what they claim to."""
+KIP-951's with a leadership move, KIP-250's with a follower paused. Their figures are for
+docs/experiments.md, not asserted here; what is asserted is that the pieces they are made of
+measure what they claim to."""
 
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ import pytest
 from rawclient import RawClient
 from support import local_cluster
 
-from bench import kip227_experiment, kip794_experiment, kip794_switch_rule, kip951_experiment
+from bench import (
+    kip227_experiment,
+    kip250_experiment,
+    kip794_experiment,
+    kip794_switch_rule,
+    kip951_experiment,
+)
 from brook.cli.local_cluster import LocalCluster
 from brook.client.admin import Admin
 from brook.client.producer import Producer
@@ -252,3 +259,81 @@ def test_kip951_with_discovery_retries_go_straight_to_the_new_leader(
     assert retries
     # ... and every retry went to the partition's new leader.
     assert all(node == move.after[partition] for node, partition in retries)
+
+
+# -- KIP-250 ----------------------------------------------------------------------------------
+
+
+def kip250_args(**changes: Any) -> argparse.Namespace:
+    """30 s at 200 records/s with one stall of 2 s, 10 s in."""
+    args = {
+        "minutes": 0.5,
+        "rate": 200,
+        "stall_every": 20.0,
+        "stall_seconds": 2.0,
+        "fault": "pause",
+        "lag_time_ms": kip250_experiment.LAG_TIME_MS,
+        "keep_traces": None,
+    }
+    return argparse.Namespace(**(args | changes))
+
+
+def test_kip250_runs_measure_latency_while_an_in_sync_follower_stalls(tmp_path: Path) -> None:
+    args = kip250_args()
+    runs = [
+        kip250_experiment.run_configuration(name, args, tmp_path)
+        for name in ("acks-all", "quorum-2")
+    ]
+    for run in runs:
+        slow = run["roles"]["slow_follower"]
+        # The stalled broker follows every partition and leads none, nor the metadata quorum.
+        assert all(
+            replicas[-1] == slow and slow not in replicas[:-1]
+            for replicas in run["assignment"].values()
+        )
+        assert slow not in {
+            leader for leaders in run["isr_samples"]["leader_sets"] for leader in leaders
+        }
+        assert all(c[0] != slow for c in run["isr_samples"]["controllers"])
+        trace = run["trace"]
+        # Every record acknowledged; the tool's line and the trace agree on them.
+        assert run["tool"]["records"] == run["records_asked"] == trace["records"] == 6000
+        assert trace["failed"] == 0
+        assert trace["p999_ms"] == run["tool"]["p999_ms"]
+        assert [m["minute"] for m in trace["per_minute"]] == [0]
+        assert trace["per_minute"][0]["records"] == trace["records"]
+        assert sum(second[1] for second in trace["per_second"]) == trace["records"]
+        # One stall of the length asked, inside the run.
+        ((start, end),) = trace["stalls_ms"]
+        assert 0 < start < end < trace["duration_ms"]
+        assert end - start >= 2000
+        assert trace["sent_during_stalls"]["records"] > 0
+        # The stalled follower stayed in the ISR: in every sample and in the metadata log.
+        assert run["isr_samples"]["samples"] > 20
+        assert run["isr_samples"]["samples_without_slow_follower"] == 0
+        assert run["metadata"]["complete"]
+        assert run["metadata"]["partition_changes"] == []
+        assert run["metadata"]["slow_follower_fenced"] == []
+        assert run["slow_follower_stayed_in_isr"]
+    # acks=all waited for the stalled follower: a record sent as it stalled waited for it.
+    assert runs[0]["trace"]["sent_during_stalls"]["max_ms"] >= 1500
+    table = kip250_experiment.report(runs, kip250_experiment.setup_text(args))
+    for run in runs:
+        assert f"| {run['label']} | 6,000 | " in table
+        assert f"| {run['label']} | {run['trace']['per_minute'][0]['p999_ms']} |" in table
+    assert "1 x 2 s (pause) | yes (" in table
+    assert "- Q=2's p99.9 at most 1/5 of acks=all's: " in table
+    png = tmp_path / "p999.png"
+    kip250_experiment.plot(runs, png, "test")
+    assert png.read_bytes().startswith(b"\x89PNG")
+
+
+def test_kip250_isr_checks_see_a_follower_leave(tmp_path: Path) -> None:
+    """A stall longer than replica.lag.time.max.ms: the leaders drop the follower from their
+    ISRs (it rejoins once caught up), and both of the experiment's checks say so."""
+    args = kip250_args(lag_time_ms=1000, stall_seconds=4.0)
+    run = kip250_experiment.run_configuration("acks-all", args, tmp_path)
+    assert run["isr_samples"]["samples_without_slow_follower"] > 0
+    assert run["metadata"]["slow_follower_removed"]
+    assert not run["slow_follower_stayed_in_isr"]
+    assert "| **no** (" in kip250_experiment.report([run], "test")

@@ -8,7 +8,9 @@ else NOT_LEADER_OR_FOLLOWER), then, with a last fetched epoch, OFFSET_OUT_OF_RAN
 log start before any DivergingEpoch. Its fetch offset is then recorded as its position (the
 leader's HW and ISR rules, partition.py), unless it diverged; a fetch from an older broker
 epoch than the registered one gets NOT_LEADER_OR_FOLLOWER. A follower's long poll wakes on an
-append, a consumer's on an HW move.
+append, a consumer's on an HW move; an error or a DivergingEpoch is answered at once. A
+follower fetch naming a leader epoch (or a topic) this broker's metadata has not reached yet
+waits for it within its max wait first (design.md, "Non-obvious").
 
 Every request goes through the fetch session cache (KIP-227, fetch_session.py): sessionless,
 full, or incremental, and an incremental response carries only partitions that changed.
