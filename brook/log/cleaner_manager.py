@@ -11,7 +11,9 @@ younger than ``min.compaction.lag.ms`` bound it, rounded down to a segment bound
 
 The selection runs on the thread that owns the logs (the event loop) and hands a cleaner
 thread a ``LogToClean``: views of the segments it may read, taken on that thread. The rest
-(checkpoints, the in-progress set) is guarded by a lock, for the cleaner threads.
+(checkpoints, the in-progress set) is guarded by a lock, for the cleaner threads; the
+checkpoint files are written (and fsynced) outside it, so the event loop, which takes that
+lock at every truncation and retention run, never waits for a disk.
 """
 
 from __future__ import annotations
@@ -151,6 +153,9 @@ class LogCleanerManager:
         self._logs = logs
         self.failures = failures
         self._lock = threading.Lock()
+        # Serializes the checkpoint files' writers, each writing what ``_lock`` guarded when
+        # it got its turn, so the newest offsets are written last.
+        self._write_lock = threading.Lock()
         self._in_progress: set[TopicPartition] = set()
         self._uncleanable: set[TopicPartition] = set()
         self._checkpoints: dict[Path, dict[TopicPartition, int]] = {}
@@ -270,7 +275,7 @@ class LogCleanerManager:
             if end_offset is None:
                 return
             self._checkpoints.setdefault(directory, {})[job.tp] = end_offset
-            self._write_locked(directory)
+        self._write(directory)
 
     def mark_uncleanable(self, job: LogToClean) -> None:
         """An unexpected error cleaning this log: it is not tried again until a restart."""
@@ -307,13 +312,20 @@ class LogCleanerManager:
     def write_checkpoints(self) -> None:
         """Write every online directory's checkpoint file (shutdown)."""
         with self._lock:
-            for directory in list(self._checkpoints):
-                self._write_locked(directory)
+            directories = list(self._checkpoints)
+        for directory in directories:
+            self._write(directory)
 
-    def _write_locked(self, directory: Path) -> None:
-        if self.failures.is_offline(directory):
-            return
-        offsets = self._checkpoints.get(directory, {})
+    def _write(self, directory: Path) -> None:
+        """Write ``directory``'s checkpoint file as it stands, without holding ``_lock``."""
+        with self._write_lock:
+            if self.failures.is_offline(directory):
+                return
+            with self._lock:
+                offsets = dict(self._checkpoints.get(directory, {}))
+            self._write_file(directory, offsets)
+
+    def _write_file(self, directory: Path, offsets: dict[TopicPartition, int]) -> None:
         try:
             OffsetCheckpointFile(directory / CLEANER_CHECKPOINT).write(offsets)
         except OSError as exc:

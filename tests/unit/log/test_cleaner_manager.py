@@ -4,10 +4,13 @@ checkpoint file."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
+import pytest
 from log_cleaning import NOW, Node, append, compacted
 
+from brook.log.checkpoints import OffsetCheckpointFile
 from brook.log.cleaner_manager import CLEANER_CHECKPOINT, cleanable_bytes, cleanable_offsets
 from brook.log.config import LogConfig
 from brook.log.log import PartitionLog
@@ -142,3 +145,44 @@ def test_checkpoints_of_logs_gone_while_the_node_was_down_are_dropped(tmp_path: 
     again = Node(tmp_path)
     assert again.cleaner.manager.checkpoint(("gone", 0), again.dir) is None
     assert again.cleaner.manager.checkpoint(("a", 0), again.dir) == 2
+
+
+def test_the_logs_thread_never_waits_for_a_checkpoint_file_being_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cleaner thread writes (and fsyncs) the checkpoint file after a cleaning; what the
+    event loop asks of the manager meanwhile (truncations, retention, the next selection)
+    is answered without waiting for that disk write."""
+    node = Node(tmp_path)
+    plog = node.log()
+    _segments(plog, 3)
+    manager = node.cleaner.manager
+    job = manager.grab_filthiest(NOW, _everything)
+    assert job is not None
+    writing, release = threading.Event(), threading.Event()
+    write = OffsetCheckpointFile.write
+
+    def held_write(self: OffsetCheckpointFile, offsets: dict[tuple[str, int], int]) -> None:
+        writing.set()
+        release.wait(60)
+        write(self, offsets)
+
+    monkeypatch.setattr(OffsetCheckpointFile, "write", held_write)
+    cleaner = threading.Thread(target=manager.done_cleaning, args=(job, 2))
+    cleaner.start()
+    answered = threading.Event()
+
+    def event_loop() -> None:
+        manager.in_progress(job.tp)
+        manager.truncated(plog, 1)
+        manager.grab_filthiest(NOW, _everything)
+        answered.set()
+
+    try:
+        assert writing.wait(30)
+        threading.Thread(target=event_loop, daemon=True).start()
+        assert answered.wait(30), "the logs' thread waited for the checkpoint file"
+    finally:
+        release.set()
+        cleaner.join(60)
+    assert manager.checkpoint(job.tp, plog.log_dir) == 1
