@@ -128,9 +128,12 @@ class LogLoader:
             cache.truncate_from_end(bases[first_unflushed], flush=False)
 
         for i, base in enumerate(bases):
-            if segments and segments[-1].next_offset != base:
+            # A segment may start past its predecessor's end (a follower rolls at the base
+            # offset of a batch a cleaned leader sent after a gap, as Kafka's does), never
+            # before it: overlapping offsets are damage.
+            if segments and base < segments[-1].next_offset:
                 log.warning(
-                    "%s: segment %d does not follow offset %d; dropping it and later segments",
+                    "%s: segment %d overlaps offset %d; dropping it and later segments",
                     self.dir,
                     base,
                     segments[-1].next_offset,

@@ -43,7 +43,13 @@ from .loader import LogLoader
 from .offset_index import CorruptIndexError
 from .producer_state import ProducerStateManager
 from .record_errors import TIMESTAMPS_REJECTED, TimestampRule, record_validation_error
-from .segment import CorruptSegmentError, LogSegment, SegmentView, delete_segment_files
+from .segment import (
+    MAX_RELATIVE_OFFSET,
+    CorruptSegmentError,
+    LogSegment,
+    SegmentView,
+    delete_segment_files,
+)
 from .span import StoredSpan
 from .swap import CleanedFiles
 from .time_index import NO_TIMESTAMP
@@ -439,7 +445,9 @@ class PartitionLog:
             max_ts = max(h.max_timestamp for _, h in part)
             segment = self._segments[-1]
             if segment.should_roll(end - start, max_ts, last, now, self.config):
-                segment = self._roll(now)
+                # At the first batch's base offset, as Kafka's follower rolls: past a gap
+                # the log end's relative offsets might not reach the batches.
+                segment = self._roll(now, part[0][1].base_offset)
             for _, header in part:  # epochs before the batches, as in append_as_leader
                 epoch = header.partition_leader_epoch
                 latest = self.epoch_cache.latest_epoch()
@@ -464,12 +472,16 @@ class PartitionLog:
     def _segment_sized_runs(
         self, headers: list[tuple[int, BatchHeader]]
     ) -> Iterator[list[tuple[int, BatchHeader]]]:
-        """Consecutive batches grouped so that each group fits in one segment."""
+        """Consecutive batches grouped so that each group fits in one segment: in its bytes,
+        and in the relative offsets from its first batch (offsets may skip)."""
         limit = self.config.segment_bytes
         run: list[tuple[int, BatchHeader]] = []
         run_bytes = 0
         for item in headers:
-            if run and run_bytes + item[1].size > limit:
+            if run and (
+                run_bytes + item[1].size > limit
+                or item[1].last_offset - run[0][1].base_offset > MAX_RELATIVE_OFFSET
+            ):
                 yield run
                 run, run_bytes = [], 0
             run.append(item)
@@ -483,13 +495,24 @@ class PartitionLog:
         if self._segments[-1].size:
             self._roll(now_ms)
 
-    def _roll(self, now: int) -> LogSegment:
-        """Start a new active segment at the log end (the old one must not be empty)."""
+    def _roll(self, now: int, next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end, or at ``next_offset`` (the next
+        batch's base) when it is past it. An empty active segment (rolled only for a batch
+        past a gap wider than its relative offsets reach) is replaced, as Kafka's roll does."""
         old = self._segments[-1]
-        old.on_become_inactive()
+        base = self.log_end_offset if next_offset is None else max(next_offset, self.log_end_offset)
         segment = LogSegment.with_config(
-            self.dir, self.log_end_offset, self.config, now, create=True, files=self.files
+            self.dir, base, self.config, now, create=True, files=self.files
         )
+        if not old.size:
+            with self._lock:
+                self._segments[-1] = segment
+                self._bases[-1] = base
+                self._read_cache.clear()
+                self._unsynced_paths.add(self.dir)
+            old.delete()
+            return segment
+        old.on_become_inactive()
         with self._lock:
             self._segments.append(segment)
             self._bases.append(segment.base_offset)

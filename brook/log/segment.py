@@ -387,9 +387,10 @@ class LogSegment:
     def should_roll(
         self, size: int, max_timestamp: int, last_offset: int, now_ms: int, config: LogConfig
     ) -> bool:
-        """Kafka's roll rule for a coming append; an empty segment is never rolled."""
+        """Kafka's roll rule for a coming append; an empty segment is rolled only when the
+        append's last offset is past its relative offsets (a follower's, after a gap)."""
         if self.size == 0:
-            return False
+            return last_offset - self.base_offset > MAX_RELATIVE_OFFSET
         if self.size > config.segment_bytes - size or self.indexes_full:
             return True
         rolling = self.rolling_timestamp
