@@ -71,11 +71,17 @@ class Throttler:
 
     CHECK_INTERVAL_S = 0.3
 
-    def __init__(self, rate: float, sleep: Callable[[float], Any] = time.sleep) -> None:
+    def __init__(
+        self,
+        rate: float,
+        sleep: Callable[[float], Any] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.rate = rate
         self._sleep = sleep
+        self._clock = clock
         self._lock = threading.Lock()
-        self._started = time.monotonic()
+        self._started = clock()
         self._bytes = 0.0
 
     def maybe_throttle(self, count: int) -> None:
@@ -83,12 +89,12 @@ class Throttler:
             return
         with self._lock:
             self._bytes += count
-            elapsed = time.monotonic() - self._started
+            now = self._clock()
+            elapsed = now - self._started
             if elapsed < self.CHECK_INTERVAL_S:
                 return
-            wanted = self._bytes / self.rate
-            pause = wanted - elapsed
-            self._started = time.monotonic() + max(pause, 0.0)
+            pause = self._bytes / self.rate - elapsed
+            self._started = now + max(pause, 0.0)
             self._bytes = 0.0
         if pause > 0:
             self._sleep(pause)

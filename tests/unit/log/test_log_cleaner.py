@@ -9,8 +9,10 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 from log_cleaning import NOW, append, compacted, read_all
 
+from brook.log.cleaner import Throttler
 from brook.log.log_cleaner import CleanerConfig, LogCleaner
 from brook.log.manager import LogManager
 
@@ -99,3 +101,30 @@ def test_config_from_the_server_table() -> None:
     assert (config.enabled, config.threads, config.backoff_ms) == (True, 2, 100)
     assert config.dedupe_buffer_size == 134217728 and config.load_factor == 0.9
     assert config.swap_delay_ms == 50
+
+
+def test_the_throttler_holds_the_threads_to_the_io_rate() -> None:
+    """log.cleaner.io.max.bytes.per.second, checked as Kafka's Throttler every 300 ms of a
+    simulated clock: a thread past the rate sleeps until the bytes moved fit it."""
+    clock = [100.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        clock[0] += seconds
+
+    throttler = Throttler(1000.0, sleep, lambda: clock[0])
+    throttler.maybe_throttle(900)
+    clock[0] += 0.2
+    throttler.maybe_throttle(100)  # within the check interval: nothing measured yet
+    assert slept == []
+    clock[0] += 0.2
+    throttler.maybe_throttle(500)  # 1500 bytes in 0.4 s at 1000 B/s: 1.1 s more
+    assert slept == [pytest.approx(1.1)]
+    clock[0] += 0.5
+    throttler.maybe_throttle(400)  # 400 bytes in 0.5 s since: within the rate
+    assert len(slept) == 1
+    unlimited = Throttler(float("inf"), sleep, lambda: clock[0])
+    clock[0] += 10
+    unlimited.maybe_throttle(1 << 40)
+    assert len(slept) == 1
