@@ -308,6 +308,11 @@ def test_follower_append_checks_crc_and_that_offsets_come_after_the_log_end(
     # ...but never go back below the log end.
     assert _code(follower.append_as_follower, later) == Errors.INVALID_RECORD
     assert follower.log_end_offset == 6
+    # nor overlap each other within one fetch: nothing of it is written
+    overlapping = _batch(2, base_offset=6) + _batch(2, base_offset=7)
+    assert _code(follower.append_as_follower, overlapping) == Errors.INVALID_RECORD
+    assert follower.log_end_offset == 6
+    assert _all_offsets(follower) == [2, 3, 4, 5]
 
 
 def test_follower_batches_past_a_gap_wider_than_a_segment_holds_start_a_segment_at_them(
