@@ -13,7 +13,7 @@ import os
 import struct
 
 from .swap import CleanedFiles
-from .time_index import NO_TIMESTAMP
+from .time_index import NO_TIMESTAMP, entry_due
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
@@ -71,11 +71,8 @@ class CleanedSegmentWriter:
         relative = self._offset_of_max_timestamp - self.base_offset
         if not skip_full_check and len(entries) >= self._max_time_entries:
             return
-        if entries and (timestamp <= entries[-1][0] or relative < entries[-1][1]):
-            return
-        if timestamp <= NO_TIMESTAMP:
-            return
-        entries.append((timestamp, relative))
+        if entry_due(entries[-1] if entries else None, timestamp, relative):
+            entries.append((timestamp, relative))
 
     def _write_pending(self) -> None:
         data = b"".join(self._pending)
