@@ -156,7 +156,8 @@ class LogCleanerManager:
         # Serializes the checkpoint files' writers, each writing what ``_lock`` guarded when
         # it got its turn, so the newest offsets are written last.
         self._write_lock = threading.Lock()
-        self._in_progress: set[TopicPartition] = set()
+        # the logs being cleaned (a log deleted meanwhile is dropped: ``forget``)
+        self._in_progress: dict[TopicPartition, PartitionLog] = {}
         self._uncleanable: set[TopicPartition] = set()
         self._checkpoints: dict[Path, dict[TopicPartition, int]] = {}
         for directory in log_dirs:
@@ -184,7 +185,7 @@ class LogCleanerManager:
         ``high_watermark``: a log's, None for a log not served (it is not cleaned)."""
         candidates: list[LogToClean] = []
         with self._lock:
-            busy = self._in_progress | self._uncleanable
+            busy = self._in_progress.keys() | self._uncleanable
             checkpoints = {d: dict(c) for d, c in self._checkpoints.items()}
         for plog in self._logs():
             tp = (plog.topic, plog.partition)
@@ -209,7 +210,7 @@ class LogCleanerManager:
             return None
         chosen = max(ready, key=lambda c: c.cleanable_ratio)
         with self._lock:
-            self._in_progress.add(chosen.tp)
+            self._in_progress[chosen.tp] = chosen.log
         return chosen
 
     def _log_to_clean(
@@ -268,10 +269,13 @@ class LogCleanerManager:
     def done_cleaning(self, job: LogToClean, end_offset: int | None) -> None:
         """The cleaning of ``job`` is over; with ``end_offset`` (it finished), the log is
         clean below it and the directory's checkpoint file is written (on the cleaner's
-        thread: it fsyncs)."""
+        thread: it fsyncs). Nothing is recorded for a log deleted meanwhile: a log created
+        again under its name must not inherit its checkpoint."""
         directory = job.log.log_dir
         with self._lock:
-            self._in_progress.discard(job.tp)
+            if self._in_progress.get(job.tp) is not job.log:
+                return  # forgotten
+            del self._in_progress[job.tp]
             if end_offset is None:
                 return
             self._checkpoints.setdefault(directory, {})[job.tp] = end_offset
@@ -280,7 +284,9 @@ class LogCleanerManager:
     def mark_uncleanable(self, job: LogToClean) -> None:
         """An unexpected error cleaning this log: it is not tried again until a restart."""
         with self._lock:
-            self._in_progress.discard(job.tp)
+            if self._in_progress.get(job.tp) is not job.log:
+                return  # forgotten
+            del self._in_progress[job.tp]
             self._uncleanable.add(job.tp)
 
     def uncleanable(self) -> set[TopicPartition]:
@@ -308,6 +314,8 @@ class LogCleanerManager:
         with self._lock:
             self._checkpoints.get(plog.log_dir, {}).pop(tp, None)
             self._uncleanable.discard(tp)
+            if self._in_progress.get(tp) is plog:
+                del self._in_progress[tp]
 
     def write_checkpoints(self) -> None:
         """Write every online directory's checkpoint file (shutdown)."""

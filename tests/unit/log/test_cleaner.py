@@ -330,9 +330,10 @@ def test_retention_leaves_a_log_being_cleaned_alone(tmp_path: Path) -> None:
     node = Node(tmp_path)
     plog = node.log(compacted(cleanup_policy="compact,delete", retention_ms=1))
     _write(plog, keys=2, rounds=2, per_segment=2)
-    node.cleaner.manager._in_progress.add(("t", 0))
+    job = node.cleaner.manager.grab_filthiest(NOW, lambda tp: plog.log_end_offset)
+    assert job is not None and job.log is plog
     assert node.manager.run_retention(NOW + 10_000, {("t", 0): plog.log_end_offset}) == 0
-    node.cleaner.manager._in_progress.clear()
+    node.cleaner.manager.done_cleaning(job, None)
     assert node.manager.run_retention(NOW + 10_000, {("t", 0): plog.log_end_offset}) > 0
 
 

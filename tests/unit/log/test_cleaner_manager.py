@@ -186,3 +186,25 @@ def test_the_logs_thread_never_waits_for_a_checkpoint_file_being_written(
         release.set()
         cleaner.join(60)
     assert manager.checkpoint(job.tp, plog.log_dir) == 1
+
+
+def test_a_log_deleted_while_it_is_cleaned_leaves_no_checkpoint(tmp_path: Path) -> None:
+    """A topic deleted (and created again) during a cleaning: the end of that cleaning
+    records nothing, so the new log is cleaned from its start; it may be cleaned at once."""
+    node = Node(tmp_path)
+    plog = node.log()
+    _segments(plog, 3)
+    manager = node.cleaner.manager
+    job = manager.grab_filthiest(NOW, _everything)
+    assert job is not None and job.log is plog
+    node.manager.delete_log("t", 0)
+    assert not manager.in_progress(("t", 0))
+    again = node.log()
+    _segments(again, 3)
+    second = manager.grab_filthiest(NOW, _everything)
+    assert second is not None and second.log is again
+    manager.done_cleaning(job, 2)  # the deleted log's cleaning ends
+    assert manager.checkpoint(("t", 0), again.log_dir) is None
+    assert manager.in_progress(("t", 0))  # the new log's cleaning goes on
+    manager.done_cleaning(second, 3)
+    assert manager.checkpoint(("t", 0), again.log_dir) == 3
