@@ -26,8 +26,10 @@ import threading
 import time
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from brook.log.config import LogConfig
+from brook.log.log import PartitionLog
 from brook.log.log_cleaner import CleanerConfig, LogCleaner
 from brook.log.manager import LogManager
 from brook.protocol.records import build_batch, encode_record
@@ -41,7 +43,7 @@ SEGMENT = 16 * 1024 * 1024
 _VALUES = [random.Random(n).randbytes((RECORD - 20) // 2).hex().encode() for n in range(997)]
 
 
-def _fill_log(plog, megabytes: int, keys: int, codec: int) -> int:  # type: ignore[no-untyped-def]
+def _fill_log(plog: PartitionLog, megabytes: int, keys: int, codec: int) -> int:
     """``megabytes`` of batches of 50 records; returns the bytes written."""
     written = 0
     n = 0
@@ -100,7 +102,7 @@ def throughput(megabytes: int, keys: int) -> list[dict]:
 # -- produce latency -----------------------------------------------------------------------
 
 
-def _admin(bootstrap: str):  # type: ignore[no-untyped-def]
+def _admin(bootstrap: str) -> Any:
     from confluent_kafka.admin import AdminClient
 
     return AdminClient({"bootstrap.servers": bootstrap})
@@ -164,7 +166,7 @@ class _Measurement:
         producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": 1})
         samples = self.samples
 
-        def report(err, _msg, wall: float, sent: float) -> None:  # type: ignore[no-untyped-def]
+        def report(err: object, _msg: object, wall: float, sent: float) -> None:
             assert err is None, err
             samples.append((wall, (time.perf_counter() - sent) * 1000))
 

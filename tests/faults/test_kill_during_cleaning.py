@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -54,7 +55,7 @@ def _check(
     assert set(latest.values()) <= {o for o, _, _ in records}, "a key's latest record is gone"
 
 
-def _wait_for(condition, timeout: float = 40.0) -> None:  # type: ignore[no-untyped-def]
+def _wait_for(condition: Callable[[], object], timeout: float = 40.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "timed out"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import create_topic, reader
@@ -29,7 +30,7 @@ def _stored(bootstrap: str, topic: str, end: int) -> list[tuple[int, bytes, byte
         ]
 
 
-def test_a_batch_read_of_a_compacted_topic(spark, broker: BrookProcess) -> None:  # type: ignore[no-untyped-def]
+def test_a_batch_read_of_a_compacted_topic(spark: Any, broker: BrookProcess) -> None:
     bootstrap, topic = broker.bootstrap, "compacted"
     create_topic(
         bootstrap,

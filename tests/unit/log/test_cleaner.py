@@ -13,9 +13,10 @@ import pytest
 from log_cleaning import NOW, Node, append, batches, compacted, latest_per_key, read_all
 
 from brook.log.cleaner import CleaningAborted, group_segments_by_size
-from brook.log.cleaner_manager import CLEANER_CHECKPOINT
+from brook.log.cleaner_manager import CLEANER_CHECKPOINT, LogToClean
 from brook.log.log import PartitionLog
 from brook.log.offset_map import ENTRY_BYTES
+from brook.log.segment import SegmentView
 from brook.log.swap import CleanedFiles
 from brook.protocol.batch import CONTROL_BIT, DELETE_HORIZON_BIT
 from brook.protocol.records import build_simple_batch, leader_change_batch
@@ -302,7 +303,7 @@ def test_a_log_that_changes_under_the_cleaning_is_left_as_it_was(tmp_path: Path)
     before = _records(plog)
     real_swap = node.cleaner._swap
 
-    def truncate_first(job, group, files):  # type: ignore[no-untyped-def]
+    def truncate_first(job: LogToClean, group: list[SegmentView], files: CleanedFiles) -> bool:
         plog.truncate_to(5)  # a follower truncating while the cleaner wrote
         return real_swap(job, group, files)
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from log_cleaning import NOW, append, compacted, read_all
@@ -17,7 +19,7 @@ from brook.log.log_cleaner import CleanerConfig, LogCleaner
 from brook.log.manager import LogManager
 
 
-def _wait_for(condition, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+def _wait_for(condition: Callable[[], object], timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "timed out"
@@ -32,7 +34,7 @@ def test_threads_clean_while_the_owner_keeps_appending(tmp_path: Path) -> None:
     swapped_on: set[str] = set()
     real_replace = plog.replace_segments
 
-    def replace(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def replace(*args: Any, **kwargs: Any) -> bool:
         swapped_on.add(threading.current_thread().name)
         return real_replace(*args, **kwargs)
 
@@ -72,7 +74,7 @@ def test_stop_wakes_a_thread_waiting_for_the_owner(tmp_path: Path) -> None:
     manager.startup()
     blocked = threading.Event()
 
-    def stuck_owner(fn):  # type: ignore[no-untyped-def]
+    def stuck_owner(fn: Callable[[], Any]) -> Future[Any]:
         blocked.set()
         return Future()  # never run: the owner is busy
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from log_cleaning import NOW, Node, append, compacted, read_all
 
+from brook.log.cleaner_manager import LogToClean
 from brook.log.log import PartitionLog
 from brook.log.segment import SegmentView
 from brook.log.swap import CleanedFiles, next_offset_of
@@ -35,9 +36,9 @@ def _cleaned_not_swapped(tmp_path: Path) -> tuple[Node, PartitionLog, list, list
             plog.roll(NOW)
     append(plog, [(b"k0", b"active")])
     before = read_all(plog)
-    captured: list = []
+    captured: list[tuple[list[SegmentView], CleanedFiles]] = []
 
-    def stop_before_swap(job, group: list[SegmentView], files: CleanedFiles) -> bool:  # type: ignore[no-untyped-def]
+    def stop_before_swap(job: LogToClean, group: list[SegmentView], files: CleanedFiles) -> bool:
         captured.append((group, files))
         raise Crash
 
