@@ -6,9 +6,11 @@ replica manager, the fetch session cache and the listeners, and runs the backgro
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -29,6 +31,7 @@ from brook.config.server import (
 )
 from brook.log.config import LogConfig
 from brook.log.log import PartitionLog
+from brook.log.log_cleaner import CleanerConfig, LogCleaner
 from brook.log.manager import LogManager
 from brook.log.meta_properties import StorageCheckError, check_storage
 from brook.metadata.controller_api import ControllerApi, ControllerError
@@ -69,6 +72,10 @@ METADATA_LOG_CONFIG = {
     "segment.bytes": 64 * 1024 * 1024,
     "max.message.bytes": 8 * 1024 * 1024,
 }
+
+
+# The GIL switch interval while the log cleaner's threads run (see _start_log_cleaner).
+_CLEANER_SWITCH_INTERVAL_S = 0.001
 
 
 def _now_ms() -> int:
@@ -125,6 +132,7 @@ class Broker:
         self.replica_fetchers: ReplicaFetcherManager | None = None
         self.producer_ids: ProducerIdManager
         self.group_coordinator: GroupCoordinator | None = None
+        self.log_cleaner: LogCleaner | None = None
 
     @property
     def image(self) -> MetadataImage:
@@ -325,6 +333,7 @@ class Broker:
         self.replica_manager.add_role_listener(self.replica_fetchers.on_role_change)
         self.replica_manager.startup()
         self.replica_fetchers.start()
+        self._start_log_cleaner(self.replica_manager)
         # A snapshot fetched while running replaces the loader's image: the replica manager
         # follows it before it hears of the changes, or it would decide on the old one.
         self.loader.add_publisher(self._follow_image)
@@ -342,6 +351,51 @@ class Broker:
             self.controller, self.node_id, lambda: self.broker_epoch
         )
         await self.socket_server.serve([name for name, _, _ in client_listeners])
+
+    def _start_log_cleaner(self, rm: ReplicaManager) -> None:
+        """The cleaner threads (log.cleaner.enable): they clean below each partition's high
+        watermark, and hand their log changes to this loop."""
+        config = CleanerConfig.from_server_config(self.config)
+        if not config.enabled or config.threads <= 0:
+            return
+        loop = asyncio.get_running_loop()
+
+        def on_loop(fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+            def run() -> None:
+                if not future.set_running_or_notify_cancel():
+                    return  # the cleaner stopped waiting for it
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:
+                    future.set_exception(exc)
+
+            loop.call_soon_threadsafe(run)
+            return future
+
+        def high_watermark(tp: tuple[str, int]) -> int | None:
+            partition = rm.partitions.get(tp)
+            return None if partition is None else partition.high_watermark
+
+        self.log_cleaner = LogCleaner(
+            self.log_manager,
+            config,
+            run_on_log_thread=on_loop,
+            high_watermark=high_watermark,
+            now_ms=self.clock,
+        )
+        # A cleaner thread holds the GIL while it decodes and maps records; the event loop,
+        # waiting for it, gets it back after the interpreter's switch interval (5 ms by
+        # default). 1 ms cut the produce latency p50 while a log is cleaned from 4.8 ms to
+        # 0.8 ms (bench/log_cleaner.py); without contention the interval costs nothing.
+        sys.setswitchinterval(min(sys.getswitchinterval(), _CLEANER_SWITCH_INTERVAL_S))
+        self.log_cleaner.start()
+
+    async def _stop_log_cleaner(self) -> None:
+        if self.log_cleaner is not None:
+            # Off the loop: a cleaner thread may be waiting for it to swap a segment in.
+            await asyncio.to_thread(self.log_cleaner.stop)
 
     def _replica_fetcher_manager(self, rm: ReplicaManager) -> ReplicaFetcherManager:
         cfg = self.config
@@ -433,6 +487,7 @@ class Broker:
             await self.group_coordinator.stop()
         if self.replica_fetchers is not None:
             await self.replica_fetchers.stop()  # no append may race the logs closing
+        await self._stop_log_cleaner()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
         if isinstance(self.controller, ControllerRouter) and self.controller.remote is not None:
@@ -457,6 +512,7 @@ class Broker:
             task.cancel()
         if self.replica_fetchers is not None:
             await self.replica_fetchers.stop()
+        await self._stop_log_cleaner()
         if self.lifecycle is not None:
             await self.lifecycle.stop()
         if self.raft is not None:

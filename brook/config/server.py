@@ -25,6 +25,7 @@ _K = ConfigKey
 # The fault-injection delays of experiments (brook/broker/faults.py), dynamic broker configs.
 PRODUCE_DELAY_KEY = "brook.fault.produce.delay.ms"
 FOLLOWER_FETCH_DELAY_KEY = "brook.fault.follower.fetch.delay.ms"
+CLEANER_SWAP_DELAY_KEY = "brook.fault.cleaner.swap.delay.ms"
 # Test only: the principal of every connection of a listener (brook/broker/listener_principals.py).
 TEST_PRINCIPALS_KEY = "brook.test.listener.principals"
 # The Prometheus endpoint (brook/metrics/endpoint.py).
@@ -335,7 +336,80 @@ SERVER_CONFIG = ConfigDef(
             at_least(0),
             "Default delete.retention.ms",
         ),
-        _K("log.cleaner.enable", Type.BOOLEAN, True, None, "Run the log cleaner", inert=True),
+        # the log cleaner (brook/log/log_cleaner.py)
+        _K(
+            "log.cleaner.enable",
+            Type.BOOLEAN,
+            True,
+            None,
+            "Run the log cleaner, which compacts the topics with cleanup.policy=compact "
+            "(__consumer_offsets among them); without it they grow without end",
+        ),
+        _K(
+            "log.cleaner.threads",
+            Type.INT,
+            1,
+            at_least(0),
+            "Threads that clean logs, each one log at a time, off the event loop",
+        ),
+        _K(
+            "log.cleaner.backoff.ms",
+            Type.LONG,
+            15000,
+            at_least(0),
+            "How long a cleaner thread sleeps when no log needs cleaning",
+        ),
+        _K(
+            "log.cleaner.dedupe.buffer.size",
+            Type.LONG,
+            134217728,
+            None,
+            "Memory the cleaner threads' offset maps (key -> latest offset) may take, shared "
+            "between the threads; a log with more distinct keys in its dirty part than a map "
+            "holds is cleaned in several passes",
+        ),
+        _K(
+            "log.cleaner.io.buffer.size",
+            Type.INT,
+            524288,
+            at_least(0),
+            "Read buffers of the cleaner threads, shared between them (grown for a larger batch)",
+        ),
+        _K(
+            "log.cleaner.io.buffer.load.factor",
+            Type.DOUBLE,
+            0.9,
+            None,
+            "How full an offset map may get before the cleaning pass stops mapping keys",
+        ),
+        _K(
+            "log.cleaner.io.max.bytes.per.second",
+            Type.DOUBLE,
+            1.7976931348623157e308,
+            None,
+            "The cleaner threads together read and write at most this many bytes a second",
+        ),
+        _K(
+            "log.cleaner.min.cleanable.ratio",
+            Type.DOUBLE,
+            0.5,
+            between(0, 1),
+            "Default min.cleanable.dirty.ratio",
+        ),
+        _K(
+            "log.cleaner.min.compaction.lag.ms",
+            Type.LONG,
+            0,
+            at_least(0),
+            "Default min.compaction.lag.ms",
+        ),
+        _K(
+            "log.cleaner.max.compaction.lag.ms",
+            Type.LONG,
+            LONG_MAX,
+            at_least(1),
+            "Default max.compaction.lag.ms",
+        ),
         _K(
             "log.message.timestamp.type",
             Type.STRING,
@@ -600,6 +674,14 @@ SERVER_CONFIG = ConfigDef(
             "a dynamic broker config, changed at run time through IncrementalAlterConfigs",
         ),
         _K(
+            CLEANER_SWAP_DELAY_KEY,
+            Type.INT,
+            0,
+            at_least(0),
+            "Fault injection: the log cleaner waits this long with each cleaned segment "
+            "written and synced, before swapping it in (for crash tests); static",
+        ),
+        _K(
             FOLLOWER_FETCH_DELAY_KEY,
             Type.INT,
             0,
@@ -682,7 +764,18 @@ def parse_server_config(props: dict[str, Any]) -> Config:
     _check_security_protocols(cfg)
     _check_roles(cfg)
     _check_queued_bytes(cfg)
+    _check_cleaner_buffer(cfg)
     return cfg
+
+
+def _check_cleaner_buffer(cfg: Config) -> None:
+    """Kafka's rule: each cleaner thread's offset map gets at least 1 MiB."""
+    threads, size = cfg["log.cleaner.threads"], cfg["log.cleaner.dedupe.buffer.size"]
+    if cfg["log.cleaner.enable"] and threads > 0 and size / threads <= 1024 * 1024:
+        raise ConfigError(
+            f"Invalid value {size} for configuration log.cleaner.dedupe.buffer.size: must be "
+            f"at least 1MB per cleaner thread ({threads} threads)"
+        )
 
 
 def _check_queued_bytes(cfg: Config) -> None:

@@ -1,6 +1,7 @@
-"""Opening a partition directory (Kafka's ``LogLoader``): clear leftovers of interrupted work,
-check or rebuild each segment's indexes, and after an unclean shutdown re-validate every batch
-from the recovery point, cutting the log at the first damaged one and dropping all after it.
+"""Opening a partition directory (Kafka's ``LogLoader``): complete a swap of cleaned segments
+that a crash interrupted (swap.py) and clear other leftovers of interrupted work, check or
+rebuild each segment's indexes, and after an unclean shutdown re-validate every batch from
+the recovery point, cutting the log at the first damaged one and dropping all after it.
 """
 
 from __future__ import annotations
@@ -27,12 +28,13 @@ from .segment import (
     LogSegment,
     delete_segment_files,
 )
+from .swap import complete_interrupted_swaps
 
 log = logging.getLogger(__name__)
 
-# Kafka's suffixes for files of compaction and segment replacement; Brook never leaves them
-# complete, so any found belong to work that a crash interrupted.
-_LEFTOVER_SUFFIXES = (TMP_SUFFIX, DELETED_SUFFIX, ".cleaned", ".swap")
+# Files of a replacement or deletion that a crash interrupted (the swap's own are handled by
+# swap.complete_interrupted_swaps first).
+_LEFTOVER_SUFFIXES = (TMP_SUFFIX, DELETED_SUFFIX)
 
 
 @dataclass
@@ -109,6 +111,8 @@ class LogLoader:
     def _load(self, segments: list[LogSegment]) -> LoadedLog:
         """``load``, collecting the segments it opens in ``segments``."""
         names = os.listdir(self.dir)
+        if complete_interrupted_swaps(self.dir, names):
+            names = os.listdir(self.dir)
         bases = segment_base_offsets(self.dir, names)
         _remove_leftovers(self.dir, set(bases), names)
         cache = self.epoch_cache
@@ -124,9 +128,12 @@ class LogLoader:
             cache.truncate_from_end(bases[first_unflushed], flush=False)
 
         for i, base in enumerate(bases):
-            if segments and segments[-1].next_offset != base:
+            # A segment may start past its predecessor's end (a follower rolls at the base
+            # offset of a batch a cleaned leader sent after a gap, as Kafka's does), never
+            # before it: overlapping offsets are damage.
+            if segments and base < segments[-1].next_offset:
                 log.warning(
-                    "%s: segment %d does not follow offset %d; dropping it and later segments",
+                    "%s: segment %d overlaps offset %d; dropping it and later segments",
                     self.dir,
                     base,
                     segments[-1].next_offset,
@@ -136,8 +143,11 @@ class LogLoader:
             segment = LogSegment.with_config(
                 self.dir, base, self.config, self.now_ms, create=False, files=self.files
             )
+            following = bases[i + 1] if i + 1 < len(bases) else None
             try:
-                truncated = self._load_segment(segment, i >= first_unflushed, rebuild_epochs)
+                truncated = self._load_segment(
+                    segment, i >= first_unflushed, rebuild_epochs, following
+                )
             except BaseException:
                 segment.close()
                 raise
@@ -178,8 +188,15 @@ class LogLoader:
         recovery_point = log_end if self.had_clean_shutdown else min(self.recovery_point, log_end)
         return LoadedLog(segments, log_start, max(recovery_point, log_start), fresh=not bases)
 
-    def _load_segment(self, segment: LogSegment, unflushed: bool, rebuild_epochs: bool) -> int:
-        """Check or recover one segment; returns the bytes recovery cut off."""
+    def _load_segment(
+        self,
+        segment: LogSegment,
+        unflushed: bool,
+        rebuild_epochs: bool,
+        following: int | None,
+    ) -> int:
+        """Check or recover one segment (whose batches end by ``following``, the next
+        segment's base offset, if there is one); returns the bytes recovery cut off."""
         assign = self._assign_epoch if unflushed or rebuild_epochs else None
         if not unflushed:
             try:
@@ -191,7 +208,7 @@ class LogLoader:
                     for _, header in segment.iter_headers():
                         self._assign_epoch(header)
                 return 0
-        return segment.recover(assign)
+        return segment.recover(assign, following)
 
     def _assign_epoch(self, header: BatchHeader) -> None:
         epoch = header.partition_leader_epoch

@@ -187,3 +187,15 @@ def test_queued_max_request_bytes_is_bounded_by_default_and_checked_as_kafka_doe
         parse_server_config({"queued.max.request.bytes": "1000"})
     with pytest.raises(ConfigError, match=r"queued\.max\.request\.bytes"):
         parse_server_config({"socket.request.max.bytes": str(512 * 1024 * 1024)})
+
+
+def test_each_cleaner_thread_gets_at_least_a_megabyte_of_dedupe_buffer() -> None:
+    """Kafka's rule (KafkaConfig): log.cleaner.dedupe.buffer.size / log.cleaner.threads
+    above 1 MiB, unless the cleaner is off."""
+    cfg = parse_server_config({"log.cleaner.threads": "2"})
+    assert cfg["log.cleaner.dedupe.buffer.size"] == 134217728
+    small = {"log.cleaner.threads": "2", "log.cleaner.dedupe.buffer.size": str(2 * 1024 * 1024)}
+    with pytest.raises(ConfigError, match=r"log\.cleaner\.dedupe\.buffer\.size.*2 threads"):
+        parse_server_config(small)
+    assert parse_server_config({**small, "log.cleaner.threads": "1"})
+    assert parse_server_config({**small, "log.cleaner.enable": "false"})
