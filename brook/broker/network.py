@@ -19,11 +19,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import socket
+import ssl
 import time
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from brook.config.server import TLS_PROTOCOLS, listener_value, security_protocols
 from brook.log.file_pool import connection_capacity
 from brook.log.span import SpanGone, StoredSpan
 from brook.protocol.api import ApiKey, api_name, request_class, response_class
@@ -41,6 +44,7 @@ from brook.protocol.framing import (
 )
 from brook.protocol.primitives import INT16, INT32
 from brook.security.principal import ANONYMOUS, KafkaPrincipal
+from brook.security.tls import peer_principal, server_context
 
 from .memory_pool import RequestMemoryPool
 from .registry import BROKER, TABLES, RequestContext, Response
@@ -60,16 +64,25 @@ _SPAN_CHUNK = 1024 * 1024
 # the next chunk is read.
 _WRITE_HIGH_WATER = 1024 * 1024
 _WRITE_LOW_WATER = 256 * 1024
+# A TLS handshake not finished in this long closes the connection.
+_TLS_HANDSHAKE_TIMEOUT_S = 10.0
+_BACKLOG = 1024
 
 OutPart = bytes | bytearray | memoryview | StoredSpan
 
 
 class Connection(asyncio.BufferedProtocol):
     def __init__(
-        self, broker: Broker, listener: str, server: SocketServer, scope: str = BROKER
+        self,
+        broker: Broker,
+        listener: str,
+        server: SocketServer,
+        scope: str = BROKER,
+        tls: bool = False,
     ) -> None:
         self.broker = broker
         self.listener = listener
+        self.tls = tls
         self.scope = scope
         self.handlers = TABLES[scope]
         self.server = server
@@ -110,6 +123,19 @@ class Connection(asyncio.BufferedProtocol):
             transport.close()
             return
         self.server.connections.add(self)
+        if self.tls:
+            # The handshake is done: a client certificate's subject is the principal.
+            try:
+                self.principal = peer_principal(transport.get_extra_info("ssl_object"))
+            except ValueError as exc:
+                self.close(f"its certificate's subject cannot be read ({exc})")
+                return
+            log.debug(
+                "TLS connection from %s on listener %s as %s",
+                self.peer,
+                self.listener,
+                self.principal,
+            )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -400,8 +426,15 @@ class SocketServer:
         self.read_buffer = bytearray(READ_BUFFER_SIZE)
         queued = int(broker.config["queued.max.request.bytes"])
         self.memory_pool = RequestMemoryPool(queued) if queued > 0 else None
-        self.servers: list[asyncio.AbstractServer] = []
+        self.servers: list[asyncio.AbstractServer | TlsServer] = []
         self.bound: dict[str, tuple[str, int]] = {}
+
+    def _tls_context(self, name: str) -> ssl.SSLContext | None:
+        """The TLS context of listener ``name``, or None for a plain-text one."""
+        cfg = self.broker.config
+        if security_protocols(cfg).get(name) not in TLS_PROTOCOLS:
+            return None
+        return server_context(lambda key: listener_value(cfg, name, key), f"listener {name}")
 
     async def bind(self, listeners: list[tuple[str, str, int]], scope: str = BROKER) -> None:
         """Bind every listener's address (port 0 gets a free one) without accepting yet: a
@@ -409,14 +442,25 @@ class SocketServer:
         says which API table the listeners serve (broker or controller)."""
         loop = asyncio.get_running_loop()
         for name, host, port in listeners:
-            server = await loop.create_server(
-                lambda name=name: Connection(self.broker, name, self, scope),
-                host or None,
-                port,
-                reuse_address=True,
-                backlog=1024,
-                start_serving=False,
-            )
+            tls = self._tls_context(name)
+            server: asyncio.AbstractServer | TlsServer
+            if tls is None:
+                server = await loop.create_server(
+                    lambda name=name: Connection(self.broker, name, self, scope),
+                    host or None,
+                    port,
+                    reuse_address=True,
+                    backlog=_BACKLOG,
+                    start_serving=False,
+                )
+            else:
+                server = TlsServer(
+                    lambda name=name: Connection(self.broker, name, self, scope, tls=True),
+                    name,
+                    host,
+                    port,
+                    tls,
+                )
             sock = server.sockets[0].getsockname()
             self.bound[name] = (sock[0], sock[1])
             self.servers.append(server)
@@ -462,3 +506,94 @@ class SocketServer:
             conn.close(None)
         for server in self.servers:
             await server.wait_closed()
+
+
+class TlsServer:
+    """A TLS listener: connections accepted here and handed to the loop with their TLS
+    handshake (``connect_accepted_socket``), so that a failed handshake (an untrusted or
+    expired certificate, a client speaking plain Kafka to a TLS port) is logged once with
+    the peer's address, closing only that connection. The loop's own TLS server would drop
+    such failures silently. Behaves as the ``asyncio.Server`` SocketServer uses."""
+
+    def __init__(
+        self,
+        factory: Callable[[], Connection],
+        name: str,
+        host: str,
+        port: int,
+        context: ssl.SSLContext,
+    ) -> None:
+        self._factory = factory
+        self._name = name
+        self._context = context
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host or ("::" if family == socket.AF_INET6 else "0.0.0.0"), port))
+        sock.listen(_BACKLOG)
+        sock.setblocking(False)
+        self.sockets = [sock]
+        self._accepting: asyncio.Task[None] | None = None
+        self._handshakes: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    def is_serving(self) -> bool:
+        return self._accepting is not None and not self._closed
+
+    async def start_serving(self) -> None:
+        if self._accepting is None and not self._closed:
+            self._accepting = asyncio.get_running_loop().create_task(self._accept())
+
+    async def _accept(self) -> None:
+        loop = asyncio.get_running_loop()
+        sock = self.sockets[0]
+        while not self._closed:
+            try:
+                conn, address = await loop.sock_accept(sock)
+            except asyncio.CancelledError:
+                raise
+            except OSError as exc:
+                # Out of descriptors or a connection reset before it was taken: the next
+                # one may do; a pause keeps this from spinning.
+                log.warning("accepting on listener %s failed: %s", self._name, exc)
+                await asyncio.sleep(0.1)
+                continue
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            task = loop.create_task(self._handshake(conn, address))
+            self._handshakes.add(task)
+            task.add_done_callback(self._handshakes.discard)
+
+    async def _handshake(self, conn: socket.socket, address: Any) -> None:
+        peer = f"{address[0]}:{address[1]}" if address else "?"
+        try:
+            await asyncio.get_running_loop().connect_accepted_socket(
+                self._factory,  # type: ignore[arg-type]
+                conn,
+                ssl=self._context,
+                ssl_handshake_timeout=_TLS_HANDSHAKE_TIMEOUT_S,
+            )
+        except asyncio.CancelledError:
+            conn.close()
+            raise
+        except (OSError, TimeoutError, ValueError) as exc:
+            log.warning(
+                "TLS handshake with %s on listener %s failed: %s",
+                peer,
+                self._name,
+                str(exc) or type(exc).__name__,
+            )
+            conn.close()
+
+    def close(self) -> None:
+        self._closed = True
+        if self._accepting is not None:
+            self._accepting.cancel()
+        for task in list(self._handshakes):
+            task.cancel()
+        for sock in self.sockets:
+            sock.close()
+
+    async def wait_closed(self) -> None:
+        tasks = [t for t in [self._accepting, *self._handshakes] if t is not None]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)

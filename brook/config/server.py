@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .defs import Config, ConfigDef, ConfigError, ConfigKey, Type, at_least, between, one_of
+from .security import SECURITY_PROTOCOLS, SSL_KEYS, check_settings
 from .topic import COMPRESSION_TYPES, LONG_MAX, SERVER_DEFAULT
 
 _K = ConfigKey
@@ -162,7 +163,8 @@ SERVER_CONFIG = ConfigDef(
             Type.LIST,
             ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"],
             None,
-            "Listener name to security protocol; only PLAINTEXT is served",
+            "Listener name to security protocol (PLAINTEXT or SSL); a listener named after a "
+            "protocol needs no entry",
         ),
         _K("broker.rack", Type.STRING, None, None, "Rack of this broker"),
         # broker lifecycle (KIP-631)
@@ -567,6 +569,8 @@ SERVER_CONFIG = ConfigDef(
             "Fault injection: the replica fetcher waits this long before each fetch it sends as "
             "a follower (for experiments); a dynamic broker config, like the produce delay",
         ),
+        # TLS (brook/config/security.py; also per listener as listener.name.<l>.<key>)
+        *SSL_KEYS,
         # accepted for compatibility, no effect
         *(
             _K(name, t, default, None, "Accepted for compatibility; no effect in Brook", inert=True)
@@ -597,8 +601,17 @@ QUICKSTART_DEFAULTS: dict[str, str] = {
 }
 
 
+LISTENER_PREFIX = "listener.name."
+# Keys a listener may override (Kafka's listener-prefixed configs this node reads).
+_LISTENER_KEYS = frozenset(key.name for key in SSL_KEYS)
+
+
 def parse_server_config(props: dict[str, Any]) -> Config:
-    cfg = SERVER_CONFIG.parse(props)
+    plain = {k: v for k, v in props.items() if not k.startswith(LISTENER_PREFIX)}
+    cfg = SERVER_CONFIG.parse(plain)
+    cfg.prefixed = _parse_listener_overrides(
+        {k: v for k, v in props.items() if k.startswith(LISTENER_PREFIX)}
+    )
     for listener in cfg["listeners"]:
         parse_listener(listener)
     for listener in cfg["advertised.listeners"] or []:
@@ -621,11 +634,31 @@ def _check_queued_bytes(cfg: Config) -> None:
         )
 
 
-_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SERVED_PROTOCOLS = ("PLAINTEXT", "SSL")
+TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 
 
-def _check_security_protocols(cfg: Config) -> None:
-    """Refuse a listener that would need TLS or SASL rather than serve it in plain text."""
+def _parse_listener_overrides(props: dict[str, Any]) -> dict[str, Any]:
+    """``listener.name.<l>.<key>`` entries, each value checked as ``<key>`` is; the listener
+    name is kept in lower case, as Kafka's ``ListenerName.configPrefix``."""
+    parsed: dict[str, Any] = {}
+    for full, raw in props.items():
+        listener, dot, key = full[len(LISTENER_PREFIX) :].partition(".")
+        if not dot or not listener or key not in _LISTENER_KEYS:
+            raise ConfigError(f"Unknown server configuration '{full}'")
+        parsed[f"{LISTENER_PREFIX}{listener.lower()}.{key}"] = SERVER_CONFIG.parse_one(key, raw)
+    return parsed
+
+
+def listener_value(cfg: Config, listener: str, key: str) -> Any:
+    """``key`` as ``listener`` sees it: its ``listener.name.<l>.`` override, else the value."""
+    full = f"{LISTENER_PREFIX}{listener.lower()}.{key}"
+    return cfg.prefixed[full] if full in cfg.prefixed else cfg[key]
+
+
+def security_protocols(cfg: Config) -> dict[str, str]:
+    """Listener name -> security protocol, from listener.security.protocol.map (a listener
+    named after a protocol needs no entry)."""
     protocols = {}
     for entry in cfg["listener.security.protocol.map"]:
         name, sep, protocol = entry.partition(":")
@@ -634,20 +667,43 @@ def _check_security_protocols(cfg: Config) -> None:
                 f"Invalid value {entry} for configuration listener.security.protocol.map: "
                 "expected NAME:PROTOCOL"
             )
-        protocols[name.strip().upper()] = protocol.strip().upper()
+        protocol = protocol.strip().upper()
+        if protocol not in SECURITY_PROTOCOLS:
+            raise ConfigError(
+                f"Invalid value {entry} for configuration listener.security.protocol.map: "
+                f"{protocol} is not one of {', '.join(SECURITY_PROTOCOLS)}"
+            )
+        protocols[name.strip().upper()] = protocol
     for text in cfg["listeners"]:
         name = parse_listener(text)[0]
-        protocol = protocols.get(name, name if name in _SECURITY_PROTOCOLS else None)
+        if name not in protocols and name in SECURITY_PROTOCOLS:
+            protocols[name] = name
+    return protocols
+
+
+def _check_security_protocols(cfg: Config) -> None:
+    """Every listener has a protocol this node serves; refused otherwise rather than served
+    in plain text."""
+    protocols = security_protocols(cfg)
+    for text in cfg["listeners"]:
+        name = parse_listener(text)[0]
+        protocol = protocols.get(name)
         if protocol is None:
             raise ConfigError(
                 f"Invalid value {text} for configuration listeners: listener {name} has no "
                 "security protocol in listener.security.protocol.map"
             )
-        if protocol != "PLAINTEXT":
+        if protocol not in SERVED_PROTOCOLS:
             raise ConfigError(
                 f"Invalid value {text} for configuration listeners: listener {name} uses "
-                f"{protocol}, and Brook serves PLAINTEXT only (see "
+                f"{protocol}, and Brook serves {' and '.join(SERVED_PROTOCOLS)} only (see "
                 "listener.security.protocol.map)"
+            )
+        if protocol in TLS_PROTOCOLS:
+            check_settings(
+                lambda key, name=name: listener_value(cfg, name, key),
+                f"listener {name}",
+                server=True,
             )
 
 

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from brook.config.defs import ConfigError
 from brook.config.server import (
     is_sole_voter,
+    listener_value,
     log_dirs,
     node_id,
     parse_listener,
     parse_server_config,
+    security_protocols,
     topic_defaults,
 )
 from brook.config.server import voters as voters_of
@@ -81,7 +85,7 @@ def test_bad_listener_and_unknown_key() -> None:
 @pytest.mark.parametrize(
     ("props", "named"),
     [
-        ({"listeners": "SSL://127.0.0.1:9093"}, "SSL"),
+        ({"listeners": "SSL://127.0.0.1:9093"}, "ssl.keystore.location"),
         (
             {"listeners": "SECURE://:9093", "listener.security.protocol.map": "SECURE:SASL_SSL"},
             "SASL_SSL",
@@ -187,3 +191,55 @@ def test_queued_max_request_bytes_is_bounded_by_default_and_checked_as_kafka_doe
         parse_server_config({"queued.max.request.bytes": "1000"})
     with pytest.raises(ConfigError, match=r"queued\.max\.request\.bytes"):
         parse_server_config({"socket.request.max.bytes": str(512 * 1024 * 1024)})
+
+
+def _ssl(**extra: str) -> dict[str, str]:
+    return {
+        "listeners": "SSL://127.0.0.1:9093",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": "/etc/kafka/server.pem",
+        **{k.replace("_", "."): v for k, v in extra.items()},
+    }
+
+
+def test_ssl_listener_with_a_pem_key_store_is_accepted() -> None:
+    cfg = parse_server_config(_ssl())
+    assert security_protocols(cfg)["SSL"] == "SSL"
+    assert cfg["ssl.enabled.protocols"] == ["TLSv1.2", "TLSv1.3"]
+    assert cfg["ssl.client.auth"] == "none"
+
+
+@pytest.mark.parametrize(
+    ("props", "named"),
+    [
+        ({**_ssl(), "ssl.keystore.type": "JKS"}, "ssl.keystore.type"),
+        ({**_ssl(), "ssl.keystore.password": "x"}, "ssl.keystore.password"),
+        (_ssl(ssl_client_auth="required"), "trust store"),
+        (_ssl(ssl_client_auth="sometimes"), "ssl.client.auth"),
+        (_ssl(ssl_enabled_protocols="TLSv1.1"), "ssl.enabled.protocols"),
+        ({**_ssl(), "ssl.keystore.key": "-----BEGIN"}, "go together"),
+        ({**_ssl(), "listener.name.ssl.ssl.bogus": "1"}, "listener.name.ssl.ssl.bogus"),
+        ({**_ssl(), "listener.name.ssl.ssl.client.auth": "maybe"}, "ssl.client.auth"),
+    ],
+)
+def test_bad_tls_settings_are_refused_by_name(props: dict[str, str], named: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(named)):
+        parse_server_config(props)
+
+
+def test_listener_prefixed_settings_override_the_unprefixed_ones() -> None:
+    props = {
+        "listeners": "INTERNAL://127.0.0.1:9093,EXTERNAL://127.0.0.1:9094",
+        "listener.security.protocol.map": "INTERNAL:SSL,EXTERNAL:SSL,CONTROLLER:PLAINTEXT",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": "/etc/kafka/shared.pem",
+        "listener.name.INTERNAL.ssl.keystore.location": "/etc/kafka/internal.pem",
+        "listener.name.internal.ssl.client.auth": "requested",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "/etc/kafka/ca.pem",
+    }
+    cfg = parse_server_config(props)
+    assert listener_value(cfg, "INTERNAL", "ssl.keystore.location") == "/etc/kafka/internal.pem"
+    assert listener_value(cfg, "EXTERNAL", "ssl.keystore.location") == "/etc/kafka/shared.pem"
+    assert listener_value(cfg, "INTERNAL", "ssl.client.auth") == "requested"
+    assert listener_value(cfg, "EXTERNAL", "ssl.client.auth") == "none"
