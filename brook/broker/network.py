@@ -26,7 +26,13 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from brook.config.server import TLS_PROTOCOLS, listener_value, security_protocols
+from brook.config.server import (
+    SASL_PROTOCOLS,
+    TLS_PROTOCOLS,
+    jaas_config,
+    listener_value,
+    security_protocols,
+)
 from brook.log.file_pool import connection_capacity
 from brook.log.span import SpanGone, StoredSpan
 from brook.protocol.api import ApiKey, api_name, request_class, response_class
@@ -43,7 +49,11 @@ from brook.protocol.framing import (
     response_header,
 )
 from brook.protocol.primitives import INT16, INT32
+from brook.security.authenticator import Answer, Gate, SaslAuthenticator
+from brook.security.jaas import parse_jaas
 from brook.security.principal import ANONYMOUS, KafkaPrincipal
+from brook.security.sasl_mechanism import MechanismServer
+from brook.security.sasl_plain import PlainServer
 from brook.security.tls import peer_principal, server_context
 
 from .memory_pool import RequestMemoryPool
@@ -79,10 +89,15 @@ class Connection(asyncio.BufferedProtocol):
         server: SocketServer,
         scope: str = BROKER,
         tls: bool = False,
+        sasl: Callable[[], SaslAuthenticator] | None = None,
     ) -> None:
         self.broker = broker
         self.listener = listener
         self.tls = tls
+        # The SASL exchange of a SASL listener's connection; requests other than ApiVersions
+        # and the SASL ones wait for it to complete.
+        self.sasl: SaslAuthenticator | None = sasl() if sasl is not None else None
+        self._close_after_send = False
         self.scope = scope
         self.handlers = TABLES[scope]
         self.server = server
@@ -111,6 +126,13 @@ class Connection(asyncio.BufferedProtocol):
         self._closed = False
         self._task: asyncio.Task[None] | None = None
         self.last_active = time.monotonic()
+        if self.sasl is not None:
+            # Kafka's sasl.server.max.receive.size: an unauthenticated client cannot make
+            # the broker hold a large frame (a huge SASL token closes the connection).
+            self._reader.max_frame_size = min(
+                self.max_request_size,
+                int(listener_value(broker.config, listener, "sasl.server.max.receive.size")),
+            )
 
     # ------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -264,13 +286,59 @@ class Connection(asyncio.BufferedProtocol):
             self._send(ctx, response)
             self._pump()
 
+    def sasl_answered(self, answer: Answer) -> None:
+        """What the SASL handlers report: a failure is logged once (the client's address,
+        never a secret) and closes the connection once its answer is sent; success makes
+        ``User:<name>`` this connection's principal."""
+        auth = self.sasl
+        assert auth is not None
+        if answer.log_reason:
+            log.warning(
+                "SASL authentication with %s on listener %s failed: %s",
+                self.peer,
+                self.listener,
+                answer.log_reason,
+            )
+        if answer.close:
+            self._close_after_send = True
+        if auth.complete and auth.principal is not None:
+            self.principal = auth.principal
+            self._reader.max_frame_size = self.max_request_size
+            log.debug(
+                "SASL connection from %s on listener %s authenticated with %s as %s",
+                self.peer,
+                self.listener,
+                auth.mechanism,
+                self.principal,
+            )
+
+    def _raw_sasl_token(self, frame: bytes | bytearray) -> None:
+        """A SASL token after SaslHandshake v0: size-prefixed, no Kafka header; the answer
+        likewise. A failure can only close the connection (there is no error field)."""
+        assert self.sasl is not None and self.transport is not None
+        answer = self.sasl.authenticate(bytes(frame))
+        self.sasl_answered(answer)
+        if answer.close:
+            self.close(None)
+            return
+        self.transport.write(INT32.pack(len(answer.token)) + answer.token)
+
     def _dispatch(
         self, frame: bytes | bytearray
     ) -> tuple[RequestContext, Awaitable[Response]] | None:
+        if self.sasl is not None and self.sasl.expects_raw_token:
+            self._raw_sasl_token(frame)
+            return None
         try:
             api_key, version, correlation_id = peek_api(frame)
         except FrameError as exc:
             self.close(str(exc))
+            return None
+        if self.sasl is not None and self.sasl.gate(api_key) is Gate.CLOSE:
+            self.close(
+                f"{api_name(api_key)} request before SASL authentication completed "
+                "(only ApiVersions, SaslHandshake and SaslAuthenticate are accepted)"
+            )
             return None
         spec = self.handlers.get(api_key)
         if spec is None:
@@ -338,6 +406,16 @@ class Connection(asyncio.BufferedProtocol):
         size = len(head) + sum(len(p) for p in parts)
         self._write([INT32.pack(size) + head, *parts])
         self.last_active = time.monotonic()
+        if self._close_after_send:
+            # Kafka's connection.failed.authentication.delay.ms: the client reads the answer
+            # before the connection closes (a close right behind it makes some clients drop
+            # the answer and retry at once); the transport sends what it holds first.
+            self._close_after_send = False
+            self._reading = False
+            assert self.transport is not None
+            self.transport.pause_reading()
+            delay = int(self.broker.config["connection.failed.authentication.delay.ms"])
+            asyncio.get_running_loop().call_later(delay / 1000, self.close, None)
 
     def _write(self, parts: list[OutPart]) -> None:
         """Buffers go to the transport as they are (uvloop keeps references, it does not copy
@@ -429,6 +507,27 @@ class SocketServer:
         self.servers: list[asyncio.AbstractServer | TlsServer] = []
         self.bound: dict[str, tuple[str, int]] = {}
 
+    def _sasl_factory(self, name: str) -> Callable[[], SaslAuthenticator] | None:
+        """The authenticator maker of listener ``name``, or None when it has no SASL."""
+        cfg = self.broker.config
+        if security_protocols(cfg).get(name) not in SASL_PROTOCOLS:
+            return None
+        mechanisms = list(listener_value(cfg, name, "sasl.enabled.mechanisms"))
+        plain_users: dict[str, str] = {}
+        if "PLAIN" in mechanisms:
+            text = jaas_config(cfg, name, "PLAIN")
+            assert text is not None  # parse_server_config checks it
+            plain_users = parse_jaas(
+                text, f"listener.name.{name.lower()}.plain.sasl.jaas.config"
+            ).users()
+
+        def server(mechanism: str) -> MechanismServer:
+            if mechanism == "PLAIN":
+                return PlainServer(plain_users)
+            return self.broker.scram_server(mechanism)
+
+        return lambda: SaslAuthenticator(mechanisms, server)
+
     def _tls_context(self, name: str) -> ssl.SSLContext | None:
         """The TLS context of listener ``name``, or None for a plain-text one."""
         cfg = self.broker.config
@@ -443,10 +542,13 @@ class SocketServer:
         loop = asyncio.get_running_loop()
         for name, host, port in listeners:
             tls = self._tls_context(name)
+            sasl = self._sasl_factory(name)
             server: asyncio.AbstractServer | TlsServer
             if tls is None:
                 server = await loop.create_server(
-                    lambda name=name: Connection(self.broker, name, self, scope),
+                    lambda name=name, sasl=sasl: Connection(  # type: ignore[misc]
+                        self.broker, name, self, scope, sasl=sasl
+                    ),
                     host or None,
                     port,
                     reuse_address=True,
@@ -455,7 +557,9 @@ class SocketServer:
                 )
             else:
                 server = TlsServer(
-                    lambda name=name: Connection(self.broker, name, self, scope, tls=True),
+                    lambda name=name, sasl=sasl: Connection(
+                        self.broker, name, self, scope, tls=True, sasl=sasl
+                    ),
                     name,
                     host,
                     port,

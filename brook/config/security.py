@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .defs import ConfigError, ConfigKey, Type, one_of
+from .defs import ConfigError, ConfigKey, Type, at_least, one_of
 
 # A setting's value as one listener (or one client) sees it.
 Lookup = Callable[[str], Any]
@@ -206,3 +206,74 @@ def check_settings(get: Lookup, where: str, *, server: bool) -> None:
             f"{where}: ssl.client.auth={get('ssl.client.auth')} needs a trust store to check "
             "client certificates (ssl.truststore.location or ssl.truststore.certificates)"
         )
+
+
+SASL_KEYS = [
+    _K(
+        "sasl.enabled.mechanisms",
+        Type.LIST,
+        ["GSSAPI"],
+        None,
+        "SASL mechanisms a SASL listener offers; Brook serves PLAIN, SCRAM-SHA-256 and "
+        "SCRAM-SHA-512 (Kafka's default, GSSAPI, is refused on a SASL listener)",
+    ),
+    _K(
+        "sasl.mechanism.inter.broker.protocol",
+        Type.STRING,
+        "GSSAPI",
+        None,
+        "SASL mechanism this node uses on the inter-broker listener",
+    ),
+    _K(
+        "security.inter.broker.protocol",
+        Type.STRING,
+        "PLAINTEXT",
+        one_of(*SECURITY_PROTOCOLS),
+        "Security protocol of the inter-broker listener: the listener of that name, unless "
+        "inter.broker.listener.name is set (setting both is refused, as in Kafka)",
+    ),
+    _K(
+        "sasl.jaas.config",
+        Type.PASSWORD,
+        None,
+        None,
+        "A JAAS login configuration; on a broker it is given per listener and mechanism as "
+        "listener.name.<listener>.<mechanism>.sasl.jaas.config, e.g. PlainLoginModule with "
+        'username="..." password="..." (what this node logs in with) and user_<name>="..." '
+        "entries (the users PLAIN accepts)",
+    ),
+    _K(
+        "sasl.server.max.receive.size",
+        Type.INT,
+        524288,
+        None,
+        "Largest frame a client may send before it has authenticated; a larger one closes "
+        "the connection",
+    ),
+    _K(
+        "connection.failed.authentication.delay.ms",
+        Type.INT,
+        100,
+        at_least(0),
+        "How long a connection whose authentication failed stays open after the failure is "
+        "answered (the client reads the answer before the close)",
+    ),
+    _K(
+        "connections.max.reauth.ms",
+        Type.LONG,
+        0,
+        None,
+        "Kafka's re-authentication (KIP-368); Brook answers a session lifetime of 0 (no "
+        "re-authentication) whatever it is",
+        inert=True,
+    ),
+    *(
+        _K(name, t, default, None, "Kerberos and OAUTHBEARER settings; no effect", inert=True)
+        for name, t, default in [
+            ("sasl.kerberos.service.name", Type.STRING, None),
+            ("sasl.login.callback.handler.class", Type.CLASS, None),
+            ("sasl.server.callback.handler.class", Type.CLASS, None),
+            ("sasl.login.class", Type.CLASS, None),
+        ]
+    ),
+]

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .defs import Config, ConfigDef, ConfigError, ConfigKey, Type, at_least, between, one_of
-from .security import SECURITY_PROTOCOLS, SSL_KEYS, check_settings
+from .security import SASL_KEYS, SASL_MECHANISMS, SECURITY_PROTOCOLS, SSL_KEYS, check_settings
 from .topic import COMPRESSION_TYPES, LONG_MAX, SERVER_DEFAULT
 
 _K = ConfigKey
@@ -569,8 +569,9 @@ SERVER_CONFIG = ConfigDef(
             "Fault injection: the replica fetcher waits this long before each fetch it sends as "
             "a follower (for experiments); a dynamic broker config, like the produce delay",
         ),
-        # TLS (brook/config/security.py; also per listener as listener.name.<l>.<key>)
+        # TLS and SASL (brook/config/security.py; per listener as listener.name.<l>.<key>)
         *SSL_KEYS,
+        *SASL_KEYS,
         # accepted for compatibility, no effect
         *(
             _K(name, t, default, None, "Accepted for compatibility; no effect in Brook", inert=True)
@@ -603,7 +604,12 @@ QUICKSTART_DEFAULTS: dict[str, str] = {
 
 LISTENER_PREFIX = "listener.name."
 # Keys a listener may override (Kafka's listener-prefixed configs this node reads).
-_LISTENER_KEYS = frozenset(key.name for key in SSL_KEYS)
+_LISTENER_KEYS = frozenset(
+    [key.name for key in SSL_KEYS]
+    + ["sasl.enabled.mechanisms", "sasl.server.max.receive.size", "connections.max.reauth.ms"]
+)
+# listener.name.<l>.<mechanism>.<key>: the JAAS configuration of one mechanism.
+_MECHANISM_KEYS = frozenset(["sasl.jaas.config"])
 
 
 def parse_server_config(props: dict[str, Any]) -> Config:
@@ -634,8 +640,10 @@ def _check_queued_bytes(cfg: Config) -> None:
         )
 
 
-SERVED_PROTOCOLS = ("PLAINTEXT", "SSL")
+SERVED_PROTOCOLS = SECURITY_PROTOCOLS
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")
+SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+SERVED_MECHANISMS = ("PLAIN",)
 
 
 def _parse_listener_overrides(props: dict[str, Any]) -> dict[str, Any]:
@@ -644,10 +652,28 @@ def _parse_listener_overrides(props: dict[str, Any]) -> dict[str, Any]:
     parsed: dict[str, Any] = {}
     for full, raw in props.items():
         listener, dot, key = full[len(LISTENER_PREFIX) :].partition(".")
-        if not dot or not listener or key not in _LISTENER_KEYS:
+        mechanism, _, mech_key = key.partition(".")
+        if mech_key in _MECHANISM_KEYS and mechanism.upper() in _MECHANISM_PREFIXES:
+            key = f"{mechanism.lower()}.{mech_key}"
+            value = SERVER_CONFIG.parse_one(mech_key, raw)
+        elif dot and listener and key in _LISTENER_KEYS:
+            value = SERVER_CONFIG.parse_one(key, raw)
+        else:
             raise ConfigError(f"Unknown server configuration '{full}'")
-        parsed[f"{LISTENER_PREFIX}{listener.lower()}.{key}"] = SERVER_CONFIG.parse_one(key, raw)
+        parsed[f"{LISTENER_PREFIX}{listener.lower()}.{key}"] = value
     return parsed
+
+
+# Mechanisms whose JAAS configuration a listener may carry (Kafka's names, lower case in keys).
+_MECHANISM_PREFIXES = frozenset([*SASL_MECHANISMS, "GSSAPI", "OAUTHBEARER"])
+
+
+def jaas_config(cfg: Config, listener: str, mechanism: str) -> str | None:
+    """``listener.name.<listener>.<mechanism>.sasl.jaas.config``, as Kafka's broker reads
+    its server-side JAAS configuration."""
+    return cfg.prefixed.get(
+        f"{LISTENER_PREFIX}{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    )
 
 
 def listener_value(cfg: Config, listener: str, key: str) -> Any:
@@ -705,6 +731,32 @@ def _check_security_protocols(cfg: Config) -> None:
                 f"listener {name}",
                 server=True,
             )
+        if protocol in SASL_PROTOCOLS:
+            _check_sasl_listener(cfg, name)
+    if cfg["inter.broker.listener.name"] and "security.inter.broker.protocol" in cfg.explicit:
+        raise ConfigError(
+            "Only one of inter.broker.listener.name and security.inter.broker.protocol should "
+            "be set."
+        )
+
+
+def _check_sasl_listener(cfg: Config, name: str) -> None:
+    """Kafka's start-up checks of a SASL listener: every enabled mechanism is one this node
+    serves, and PLAIN has its JAAS configuration (SCRAM's users live in the metadata)."""
+    mechanisms = listener_value(cfg, name, "sasl.enabled.mechanisms")
+    if not mechanisms:
+        raise ConfigError(f"listener {name} uses SASL: sasl.enabled.mechanisms is empty")
+    for mechanism in mechanisms:
+        if mechanism not in SERVED_MECHANISMS:
+            raise ConfigError(
+                f"Invalid value {mechanism} for configuration sasl.enabled.mechanisms (listener "
+                f"{name}): Brook serves {', '.join(SERVED_MECHANISMS)}"
+            )
+    if "PLAIN" in mechanisms and jaas_config(cfg, name, "PLAIN") is None:
+        raise ConfigError(
+            f"listener {name} enables PLAIN and has no JAAS configuration: set "
+            f"listener.name.{name.lower()}.plain.sasl.jaas.config"
+        )
 
 
 def parse_voters(entries: list[str]) -> dict[int, tuple[str, int]]:

@@ -35,5 +35,7 @@ from . import (  # noqa: F401
     offset_for_leader_epoch,
     produce,
     raft_rpcs,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
 )

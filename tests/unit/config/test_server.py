@@ -87,8 +87,15 @@ def test_bad_listener_and_unknown_key() -> None:
     [
         ({"listeners": "SSL://127.0.0.1:9093"}, "ssl.keystore.location"),
         (
-            {"listeners": "SECURE://:9093", "listener.security.protocol.map": "SECURE:SASL_SSL"},
-            "SASL_SSL",
+            {
+                "listeners": "SECURE://:9093",
+                "listener.security.protocol.map": "SECURE:SASL_PLAINTEXT",
+            },
+            "GSSAPI",
+        ),
+        (
+            {"listeners": "SECURE://:9093", "listener.security.protocol.map": "SECURE:KERBEROS"},
+            "KERBEROS",
         ),
         ({"listeners": "INTERNAL://:9093"}, "listener.security.protocol.map"),
     ],
