@@ -38,6 +38,8 @@ from brook.metadata.quorum_controller import QuorumController
 from brook.metadata.records import METADATA_TOPIC, METADATA_TOPIC_ID, Endpoint, encode
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors, KafkaError
+from brook.security.scram import MECHANISMS as SCRAM_MECHANISMS
+from brook.security.scram import ScramCredential, ScramServer
 
 from . import (
     faults,
@@ -117,6 +119,20 @@ class Broker:
     @property
     def broker_epoch(self) -> int:
         return -1 if self.lifecycle is None else self.lifecycle.broker_epoch
+
+    def scram_server(self, mechanism: str) -> ScramServer:
+        """A SCRAM exchange checked against the credentials in this node's metadata image."""
+        mech = SCRAM_MECHANISMS[mechanism]
+
+        def lookup(user: str) -> ScramCredential | None:
+            record = self.image.scram.get((user, mech.wire_id))
+            if record is None:
+                return None
+            return ScramCredential(
+                record.salt, record.stored_key, record.server_key, record.iterations
+            )
+
+        return ScramServer(mech, lookup)
 
     def local_controller(self) -> QuorumController:
         """This node's own controller, for requests on the controller listener."""

@@ -643,7 +643,7 @@ def _check_queued_bytes(cfg: Config) -> None:
 SERVED_PROTOCOLS = SECURITY_PROTOCOLS
 TLS_PROTOCOLS = ("SSL", "SASL_SSL")
 SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
-SERVED_MECHANISMS = ("PLAIN",)
+SERVED_MECHANISMS = SASL_MECHANISMS
 
 
 def _parse_listener_overrides(props: dict[str, Any]) -> dict[str, Any]:

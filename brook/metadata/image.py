@@ -27,8 +27,10 @@ from .records import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 
 
@@ -109,6 +111,8 @@ class MetadataImage:
         self.configs: dict[tuple[int, str], dict[str, str]] = {}
         self.features: dict[str, int] = {}
         self.next_producer_id = 0
+        # (user, mechanism id) -> SCRAM credential (salt and keys, never a password)
+        self.scram: dict[tuple[str, int], UserScramCredentialRecord] = {}
         self.offset = -1  # last applied metadata log offset
 
     # ------------------------------------------------------------------ reads
@@ -145,6 +149,7 @@ class MetadataImage:
         other.configs = {key: dict(entries) for key, entries in self.configs.items()}
         other.features = dict(self.features)
         other.next_producer_id = self.next_producer_id
+        other.scram = dict(self.scram)
         other.offset = self.offset
         return other
 
@@ -187,6 +192,7 @@ class MetadataImage:
             out.extend(ConfigRecord(rtype, rname, k, v) for k, v in sorted(entries.items()))
         if self.next_producer_id:
             out.append(ProducerIdsRecord(-1, -1, self.next_producer_id))
+        out.extend(self.scram[key] for key in sorted(self.scram))
         return out
 
     def digest(self) -> str:
@@ -289,6 +295,12 @@ class MetadataImage:
             self.cluster_id = record.cluster_id
             return []
         if isinstance(record, NoOpRecord):
+            return []
+        if isinstance(record, UserScramCredentialRecord):
+            self.scram[(record.name, record.mechanism)] = record
+            return []
+        if isinstance(record, RemoveUserScramCredentialRecord):
+            self.scram.pop((record.name, record.mechanism), None)
             return []
         raise ImageError(f"unknown metadata record {type(record).__name__}")
 

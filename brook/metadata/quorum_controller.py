@@ -52,6 +52,12 @@ from .partition_change import alter_isr, applied
 from .quorum import CommittedBatch, LeaderAndEpoch, MetadataQuorum, NotLeaderError, StorageError
 from .records import MetadataRecord, encode
 from .replica_logs import ReplicaLogs
+from .scram_control import (
+    ScramDeletion,
+    ScramUpsertion,
+    UserResult,
+    alter_user_scram_credentials,
+)
 
 log = logging.getLogger(__name__)
 
@@ -257,6 +263,13 @@ class QuorumController:
         validate_only: bool,
     ) -> Committed[list[Outcome]]:
         return await self._run(_decision(lambda c: c.create_partitions(requests, validate_only)))
+
+    async def alter_user_scram_credentials(
+        self, deletions: Sequence[ScramDeletion], upsertions: Sequence[ScramUpsertion]
+    ) -> Committed[list[UserResult]]:
+        return await self._run(
+            lambda c, _: alter_user_scram_credentials(c.image, deletions, upsertions)
+        )
 
     async def alter_configs(
         self,

@@ -1,6 +1,7 @@
-"""confluent-kafka, kafka-python, aiokafka and kcat logging in with SASL/PLAIN over
-SASL_PLAINTEXT and SASL_SSL (one broker with both listeners), producing and consuming through
-a group; and each of them shown Kafka's answer to a wrong password."""
+"""confluent-kafka, kafka-python, aiokafka and kcat logging in with SASL/PLAIN and
+SCRAM-SHA-256/512 over SASL_PLAINTEXT and SASL_SSL (one broker with both listeners; SCRAM
+users created with confluent-kafka's AlterUserScramCredentials on a PLAINTEXT listener),
+producing and consuming through a group; and shown Kafka's answer to a wrong password."""
 
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ JAAS = (
     'user_alice="alice-secret";'
 )
 PROTOCOLS = ["SASL_PLAINTEXT", "SASL_SSL"]
+MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+PASSWORDS = {"PLAIN": "alice-secret", "SCRAM-SHA-256": "alice-256", "SCRAM-SHA-512": "alice-512"}
 
 
 @dataclass(frozen=True)
@@ -37,10 +40,10 @@ class SaslBroker:
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
     tls = make_tls_files(tmp_path_factory.mktemp("tls"))
-    ports = {p: free_port() for p in PROTOCOLS}
+    ports = {p: free_port() for p in [*PROTOCOLS, "PLAINTEXT"]}
     overrides = {
-        "listeners": ",".join(f"{p}://127.0.0.1:{ports[p]}" for p in PROTOCOLS),
-        "sasl.enabled.mechanisms": "PLAIN",
+        "listeners": ",".join(f"{p}://127.0.0.1:{port}" for p, port in ports.items()),
+        "sasl.enabled.mechanisms": ",".join(MECHANISMS),
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
         "ssl.keystore.type": "PEM",
@@ -48,22 +51,60 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslBroker]:
     }
     data = tmp_path_factory.mktemp("b") / "data"
     with BrookProcess(data, overrides, port=ports["SASL_PLAINTEXT"]) as b:
+        create_scram_users(f"127.0.0.1:{ports['PLAINTEXT']}")
         yield SaslBroker(b, ports, tls)
+
+
+def create_scram_users(bootstrap: str) -> None:
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.alter_user_scram_credentials(
+        [
+            UserScramCredentialUpsertion(
+                "alice",
+                ScramCredentialInfo(getattr(ScramMechanism, m.replace("-", "_")), 8192),
+                PASSWORDS[m].encode(),
+            )
+            for m in MECHANISMS[1:]
+        ]
+    )
+    for future in futures.values():
+        future.result(30)
+    described = admin.describe_user_scram_credentials(["alice"])["alice"].result(30)
+    infos = described.scram_credential_infos
+    assert sorted((i.mechanism, i.iterations) for i in infos) == [
+        (ScramMechanism.SCRAM_SHA_256, 8192),
+        (ScramMechanism.SCRAM_SHA_512, 8192),
+    ]
+
+
+PAIRS = [(p, m) for p in PROTOCOLS for m in MECHANISMS]
+
+
+def pair_id(pair: tuple[str, str]) -> str:
+    return f"{pair[0]}-{pair[1]}"
 
 
 VALUES = [f"v-{i}".encode() for i in range(10)]
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_confluent_kafka(broker: SaslBroker, protocol: str, unique_topic: str) -> None:
+@pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
+def test_confluent_kafka(broker: SaslBroker, pair: tuple[str, str], unique_topic: str) -> None:
     from confluent_kafka import Consumer, KafkaException, Producer
 
+    protocol, mechanism = pair
     settings = {
         "bootstrap.servers": broker.bootstrap(protocol),
         "security.protocol": protocol,
-        "sasl.mechanism": "PLAIN",
+        "sasl.mechanism": mechanism,
         "sasl.username": "alice",
-        "sasl.password": "alice-secret",
+        "sasl.password": PASSWORDS[mechanism],
         "ssl.ca.location": str(broker.tls.ca_pem),
     }
     producer = Producer(settings)
@@ -88,24 +129,30 @@ def test_confluent_kafka(broker: SaslBroker, protocol: str, unique_topic: str) -
     deadline = time.monotonic() + 20
     while not errors and time.monotonic() < deadline:
         bad.poll(0.2)
-    assert any("Invalid username or password" in e for e in errors), errors
+    # librdkafka shortens SCRAM's longer message in the middle
+    expected = "Invalid username or password" if mechanism == "PLAIN" else "invalid credentials"
+    assert any("_AUTHENTICATION" in e and expected in e for e in errors), errors
     with pytest.raises(KafkaException):
         bad.list_topics(timeout=2)
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
+@pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
 def test_kafka_python(
-    broker: SaslBroker, protocol: str, unique_topic: str, caplog: pytest.LogCaptureFixture
+    broker: SaslBroker,
+    pair: tuple[str, str],
+    unique_topic: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     from kafka import KafkaConsumer, KafkaProducer
     from kafka.errors import KafkaError
 
+    protocol, mechanism = pair
     settings = {
         "bootstrap_servers": broker.bootstrap(protocol),
         "security_protocol": protocol,
-        "sasl_mechanism": "PLAIN",
+        "sasl_mechanism": mechanism,
         "sasl_plain_username": "alice",
-        "sasl_plain_password": "alice-secret",
+        "sasl_plain_password": PASSWORDS[mechanism],
         "ssl_cafile": str(broker.tls.ca_pem),
     }
     producer = KafkaProducer(**settings)
@@ -126,23 +173,28 @@ def test_kafka_python(
     # kafka-python logs the broker's answer and gives up bootstrapping
     with pytest.raises(KafkaError):
         KafkaProducer(**{**settings, "sasl_plain_password": "nope", "bootstrap_timeout_ms": 3000})
-    assert "SaslAuthenticationFailedError: Authentication failed: Invalid username or password" in (
-        caplog.text
+    expected = (
+        "Authentication failed: Invalid username or password"
+        if mechanism == "PLAIN"
+        else f"due to invalid credentials with SASL mechanism {mechanism}"
     )
+    assert expected in caplog.text
 
 
-@pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_aiokafka(broker: SaslBroker, protocol: str, unique_topic: str) -> None:
+@pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
+def test_aiokafka(broker: SaslBroker, pair: tuple[str, str], unique_topic: str) -> None:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
     from aiokafka.helpers import create_ssl_context
+
+    protocol, mechanism = pair
 
     async def run() -> list[bytes]:
         common = {
             "bootstrap_servers": broker.bootstrap(protocol),
             "security_protocol": protocol,
-            "sasl_mechanism": "PLAIN",
+            "sasl_mechanism": mechanism,
             "sasl_plain_username": "alice",
-            "sasl_plain_password": "alice-secret",
+            "sasl_plain_password": PASSWORDS[mechanism],
         }
         if protocol == "SASL_SSL":
             common["ssl_context"] = create_ssl_context(cafile=str(broker.tls.ca_pem))
@@ -172,20 +224,21 @@ def test_aiokafka(broker: SaslBroker, protocol: str, unique_topic: str) -> None:
 
 
 @pytest.mark.skipif(KCAT is None, reason="kcat is installed by the test command")
-@pytest.mark.parametrize("protocol", PROTOCOLS)
-def test_kcat(broker: SaslBroker, protocol: str, unique_topic: str) -> None:
+@pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
+def test_kcat(broker: SaslBroker, pair: tuple[str, str], unique_topic: str) -> None:
     assert KCAT is not None
+    protocol, mechanism = pair
     args = [
         "-b",
         broker.bootstrap(protocol),
         "-X",
         f"security.protocol={protocol.lower()}",
         "-X",
-        "sasl.mechanisms=PLAIN",
+        f"sasl.mechanisms={mechanism}",
         "-X",
         "sasl.username=alice",
         "-X",
-        "sasl.password=alice-secret",
+        f"sasl.password={PASSWORDS[mechanism]}",
         "-X",
         f"ssl.ca.location={broker.tls.ca_pem}",
     ]

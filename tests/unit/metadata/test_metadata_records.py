@@ -28,8 +28,10 @@ from brook.metadata.records import (
     RecordFormatError,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
     decode,
     encode,
 )
@@ -61,6 +63,8 @@ SAMPLES: list[MetadataRecord] = [
     ProducerIdsRecord(1, 5, 2000),
     FeatureLevelRecord("metadata.version", 7),
     NoOpRecord(),
+    UserScramCredentialRecord("alice", 1, b"salt", b"stored" * 6, b"server" * 6, 8192),
+    RemoveUserScramCredentialRecord("alice", 2),
 ]
 
 
