@@ -738,6 +738,32 @@ def _check_security_protocols(cfg: Config) -> None:
             "Only one of inter.broker.listener.name and security.inter.broker.protocol should "
             "be set."
         )
+    _check_node_links(cfg, protocols)
+
+
+def _check_node_links(cfg: Config, protocols: dict[str, str]) -> None:
+    """Nodes of a cluster reach each other (Raft, the controller, replication) on plain-text
+    connections only: a cluster whose controller or inter-broker listener needs TLS or SASL
+    is refused at start rather than left unable to talk to itself."""
+    if not voters(cfg) or is_sole_voter(cfg):
+        return
+    names = [parse_listener(text)[0] for text in cfg["listeners"]]
+    controller = (cfg["controller.listener.names"] or [None])[0]
+    inter = cfg["inter.broker.listener.name"]
+    if not inter and "security.inter.broker.protocol" in cfg.explicit:
+        inter = cfg["security.inter.broker.protocol"]
+    if not inter:
+        inter = next((n for n in names if n != controller), None)
+    for key, name in (("controller.listener.names", controller), ("inter-broker", inter)):
+        if name is None:
+            continue
+        protocol = protocols.get(name.upper(), "PLAINTEXT")
+        if protocol != "PLAINTEXT":
+            raise ConfigError(
+                f"listener {name} ({key}) uses {protocol}: Brook's nodes connect to each "
+                "other over PLAINTEXT listeners only; give them a PLAINTEXT listener for "
+                "that (inter.broker.listener.name, controller.listener.names)"
+            )
 
 
 def _check_sasl_listener(cfg: Config, name: str) -> None:

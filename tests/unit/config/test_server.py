@@ -250,3 +250,45 @@ def test_listener_prefixed_settings_override_the_unprefixed_ones() -> None:
     assert listener_value(cfg, "EXTERNAL", "ssl.keystore.location") == "/etc/kafka/shared.pem"
     assert listener_value(cfg, "INTERNAL", "ssl.client.auth") == "requested"
     assert listener_value(cfg, "EXTERNAL", "ssl.client.auth") == "none"
+
+
+def test_a_cluster_whose_nodes_would_talk_over_sasl_or_tls_is_refused() -> None:
+    cluster = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.1:9095",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+            'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";'
+        ),
+    }
+    ok = {
+        **cluster,
+        "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093,SASL_PLAINTEXT://:9094",
+    }
+    parse_server_config(ok)
+    with pytest.raises(ConfigError, match="PLAINTEXT listeners only"):
+        parse_server_config({**ok, "security.inter.broker.protocol": "SASL_PLAINTEXT"})
+    with pytest.raises(ConfigError, match=r"controller\.listener\.names"):
+        parse_server_config(
+            {
+                **ok,
+                "listener.security.protocol.map": (
+                    "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
+                ),
+                "listener.name.controller.plain.sasl.jaas.config": (
+                    'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";'
+                ),
+            }
+        )
+    # a lone node may name a SASL listener for inter-broker traffic (Kafka's example)
+    parse_server_config(
+        {
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:9092",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": cluster[
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config"
+            ],
+            "security.inter.broker.protocol": "SASL_PLAINTEXT",
+        }
+    )
