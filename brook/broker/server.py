@@ -30,6 +30,7 @@ from brook.log.config import LogConfig
 from brook.log.log import PartitionLog
 from brook.log.manager import LogManager
 from brook.log.meta_properties import StorageCheckError, check_storage
+from brook.metadata.bootstrap import read_bootstrap
 from brook.metadata.controller_api import ControllerApi, ControllerError
 from brook.metadata.image import Change, MetadataImage
 from brook.metadata.loader import MetadataLoader
@@ -187,7 +188,13 @@ class Broker:
         self.quorum.register_listener(self.loader)
         if "controller" in self.roles:
             self.quorum_controller = QuorumController(
-                self.node_id, self.cluster_id, self.quorum, self.loader, cfg, self.clock
+                self.node_id,
+                self.cluster_id,
+                self.quorum,
+                self.loader,
+                cfg,
+                self.clock,
+                bootstrap=read_bootstrap(log_dirs(cfg)[0]),
             )
         remote = None
         if not sole:

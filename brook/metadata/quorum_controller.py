@@ -91,8 +91,12 @@ class QuorumController:
         server_config: Mapping[str, Any],
         clock: Callable[[], int],
         rng: random.Random | None = None,
+        bootstrap: Sequence[MetadataRecord] = (),
     ) -> None:
         self.node_id = node_id
+        # Records a new cluster starts with (brook storage format --add-scram), appended by
+        # the first active controller of a metadata log that holds nothing yet.
+        self.bootstrap = list(bootstrap)
         self.cluster_id = cluster_id
         self.quorum = quorum
         self.loader = loader
@@ -110,6 +114,7 @@ class QuorumController:
         self._electing: asyncio.Task[None] | None = None
         self._preparer: Preparer | None = None
         self._activated_before = False
+        self._bootstrapping: asyncio.Task[None] | None = None
         quorum.register_listener(self)
 
     @property
@@ -161,7 +166,19 @@ class QuorumController:
             if self.balancer.interval_ms is not None:
                 self._balancing = loop.create_task(self._balance_leaders())
             self._electing = loop.create_task(self._elect_most_complete())
+            if self.bootstrap and image.offset == -1 and self.quorum.next_offset <= 1:
+                # an empty log (at most this leader's own LeaderChange): a new cluster
+                self._bootstrapping = loop.create_task(self._append_bootstrap())
         log.info("node %d is the active controller in epoch %d", self.node_id, epoch)
+
+    async def _append_bootstrap(self) -> None:
+        records = list(self.bootstrap)
+        try:
+            await self._run(lambda c, _: (records, None))
+        except Exception as exc:  # not the leader any more: the next one appends them
+            log.warning("the bootstrap records were not appended: %s", exc)
+            return
+        log.info("appended %d bootstrap record(s) to the new metadata log", len(records))
 
     def _deactivate(self, reason: str | None) -> None:
         if self._active is not None and reason:

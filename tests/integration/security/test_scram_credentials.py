@@ -111,3 +111,51 @@ def test_credentials_lifecycle(broker: tuple[BrookProcess, str]) -> None:
         if path.is_file():
             assert b"alice-pw" not in path.read_bytes(), path
     assert "alice-pw" not in b.log_path.read_text()
+
+
+def test_storage_format_add_scram_bootstraps_users(tmp_path: Path) -> None:
+    """kafka-storage's --add-scram through brook storage format: the new cluster starts with
+    the user, whose password is in neither the bootstrap file nor the metadata log."""
+    import subprocess
+
+    from support import brook_exe, env_with_repo
+
+    plain, sasl = free_port(), free_port()
+    overrides = {
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "log.dirs": str(tmp_path / "data"),
+    }
+    props = tmp_path / "server.properties"
+    props.write_text("".join(f"{k}={v}\n" for k, v in overrides.items()))
+    fmt = [brook_exe(), "storage", "format", "-t", "MkU3OEVBNTcwNTJENDM2Qg", "-c", str(props)]
+    bad = subprocess.run(
+        [*fmt, "--add-scram", "SCRAM-SHA-1=[name=x,password=y]"],
+        capture_output=True,
+        text=True,
+        env=env_with_repo(),
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "SCRAM-SHA-256= or SCRAM-SHA-512=" in bad.stderr
+    done = subprocess.run(
+        [*fmt, "--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-boot,iterations=8192]"],
+        capture_output=True,
+        text=True,
+        env=env_with_repo(),
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    with BrookProcess(tmp_path / "data", overrides, port=plain) as b:
+        assert scram_login(f"127.0.0.1:{sasl}", "admin", "admin-boot", "SCRAM-SHA-512") == 0
+        with RawClient(b.bootstrap) as c:
+            described = c.request(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": None})
+        assert [
+            (r.user, [(i.mechanism, i.iterations) for i in r.credential_infos])
+            for r in described.results
+        ] == [("admin", [(2, 8192)])]
+        b.restart()
+        assert scram_login(f"127.0.0.1:{sasl}", "admin", "admin-boot", "SCRAM-SHA-512") == 0
+        b.stop()
+    for path in (tmp_path / "data").rglob("*"):
+        if path.is_file():
+            assert b"admin-boot" not in path.read_bytes(), path
