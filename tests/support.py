@@ -192,6 +192,7 @@ def local_cluster(
     brokers: int | None = None,
     overrides: dict[str, str] | None = None,
     timeout: float = 60.0,
+    internal_listener: bool = False,
 ) -> Iterator[LocalCluster]:
     """A new ``brook cluster`` in ``directory`` (``nodes`` / ``controllers`` / ``brokers`` as
     ``brook cluster start`` takes them), started and stopped at the end whatever happens;
@@ -200,7 +201,12 @@ def local_cluster(
     from brook.cli.local_cluster import LocalCluster
 
     cluster = LocalCluster.create(
-        directory, nodes=nodes, controllers=controllers, brokers=brokers, overrides=overrides
+        directory,
+        nodes=nodes,
+        controllers=controllers,
+        brokers=brokers,
+        overrides=overrides,
+        internal_listener=internal_listener,
     )
     try:
         cluster.start(timeout)

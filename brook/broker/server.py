@@ -18,6 +18,7 @@ from brook.config.defs import Config
 from brook.config.server import (
     FOLLOWER_FETCH_DELAY_KEY,
     PRODUCE_DELAY_KEY,
+    inter_broker_listener,
     is_sole_voter,
     log_dirs,
     node_id,
@@ -39,6 +40,7 @@ from brook.metadata.quorum_controller import QuorumController
 from brook.metadata.records import METADATA_TOPIC, METADATA_TOPIC_ID, Endpoint, encode
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors, KafkaError
+from brook.security.node_auth import NodeSecurity, node_security
 from brook.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from brook.security.scram import ScramCredential, ScramServer
 
@@ -111,6 +113,17 @@ class Broker:
         self.replica_fetchers: ReplicaFetcherManager | None = None
         self.producer_ids: ProducerIdManager
         self.group_coordinator: GroupCoordinator | None = None
+        # How this node connects to the other nodes' controller and inter-broker listeners
+        # (TLS, SASL login); None: plain text, and always on a lone node.
+        self.controller_security: NodeSecurity | None = None
+        self.inter_broker_security: NodeSecurity | None = None
+        if voters(config) and not is_sole_voter(config):
+            names = config["controller.listener.names"]
+            if names:
+                self.controller_security = node_security(config, names[0], controller=True)
+            inter = inter_broker_listener(config)
+            if inter:
+                self.inter_broker_security = node_security(config, inter, controller=False)
 
     @property
     def image(self) -> MetadataImage:
@@ -185,6 +198,7 @@ class Broker:
             self.quorum = LocalQuorum(meta_log, self.node_id, self.clock)
         else:
             self.raft = self.quorum = self._raft_client(meta_log)
+            self.raft.channels.security = self.controller_security
         self.quorum.register_listener(self.loader)
         if "controller" in self.roles:
             self.quorum_controller = QuorumController(
@@ -196,6 +210,7 @@ class Broker:
                 self.clock,
                 bootstrap=read_bootstrap(log_dirs(cfg)[0]),
             )
+            self.quorum_controller.replica_security = self.inter_broker_security
         remote = None
         if not sole:
             remote = RemoteController(
@@ -204,6 +219,7 @@ class Broker:
                 lambda: self.quorum.leader.leader_id,
                 int(cfg["request.timeout.ms"]),
             )
+            remote.channels.security = self.controller_security
         self.controller = ControllerRouter(self.quorum_controller, remote)
         controller_listeners = [x for x in self.listeners if x[0] in self.controller_listeners]
         if "controller" in self.roles and controller_listeners and not sole:
@@ -361,6 +377,7 @@ class Broker:
                 settings,
                 backoff_ms=int(cfg["replica.fetch.backoff.ms"]),
                 request_timeout_ms=int(cfg["request.timeout.ms"]),
+                security=self.inter_broker_security,
             ),
             int(cfg["num.replica.fetchers"]),
             image=lambda: self.image,

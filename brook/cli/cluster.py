@@ -52,6 +52,12 @@ def _parser() -> argparse.ArgumentParser:
     start.add_argument("--controllers", type=int, help="voters: nodes 1..C")
     start.add_argument("--brokers", type=int, help="broker-only nodes after C controllers")
     start.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    start.add_argument(
+        "--internal-listener",
+        action="store_true",
+        help="brokers replicate over a listener of their own, INTERNAL, which --override can "
+        "secure (listener.security.protocol.map, ssl.*, listener.name.internal.*)",
+    )
     start.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
     status = command("status", "each node's roles, pid, state and ports")
     status.add_argument("--json", action="store_true", help="the status as JSON")
@@ -95,6 +101,7 @@ def _start(args: argparse.Namespace) -> int:
             controllers=args.controllers,
             brokers=args.brokers,
             overrides=overrides,
+            internal_listener=args.internal_listener,
         )
     print(cluster.start(args.timeout), flush=True)
     return 0

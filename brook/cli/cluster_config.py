@@ -17,6 +17,7 @@ from typing import Any
 HOST = "127.0.0.1"
 BROKER_LISTENER = "PLAINTEXT"
 CONTROLLER_LISTENER = "CONTROLLER"
+INTERNAL_LISTENER = "INTERNAL"
 BROKER = "broker"
 CONTROLLER = "controller"
 # What the launcher writes for each node; an override of one would break the layout.
@@ -183,7 +184,10 @@ def server_properties(
         "listeners": ",".join(listeners),
     }
     if node.is_broker:
-        props["inter.broker.listener.name"] = BROKER_LISTENER
+        # brokers replicate over INTERNAL when the cluster has one (--internal-listener),
+        # whose security protocol and settings come from the overrides
+        internal = INTERNAL_LISTENER in node.ports
+        props["inter.broker.listener.name"] = INTERNAL_LISTENER if internal else BROKER_LISTENER
     props["log.dirs"] = str(node.data_dir)
     # Kafka's default of 3 replicas for __consumer_offsets, or every broker of a smaller
     # cluster (groups would otherwise wait for brokers that never come)

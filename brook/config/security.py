@@ -225,6 +225,13 @@ SASL_KEYS = [
         "SASL mechanism this node uses on the inter-broker listener",
     ),
     _K(
+        "sasl.mechanism.controller.protocol",
+        Type.STRING,
+        "GSSAPI",
+        None,
+        "SASL mechanism this node uses on the controller listener",
+    ),
+    _K(
         "security.inter.broker.protocol",
         Type.STRING,
         "PLAINTEXT",

@@ -741,28 +741,45 @@ def _check_security_protocols(cfg: Config) -> None:
     _check_node_links(cfg, protocols)
 
 
+def inter_broker_listener(cfg: Config) -> str | None:
+    """The listener brokers use to reach each other: inter.broker.listener.name, else the
+    listener named by an explicit security.inter.broker.protocol, else the first broker
+    listener."""
+    if cfg["inter.broker.listener.name"]:
+        return str(cfg["inter.broker.listener.name"]).upper()
+    if "security.inter.broker.protocol" in cfg.explicit:
+        return str(cfg["security.inter.broker.protocol"]).upper()
+    controller = {n.upper() for n in cfg["controller.listener.names"]}
+    names = [parse_listener(text)[0] for text in cfg["listeners"]]
+    return next((n for n in names if n not in controller), None)
+
+
 def _check_node_links(cfg: Config, protocols: dict[str, str]) -> None:
-    """Nodes of a cluster reach each other (Raft, the controller, replication) on plain-text
-    connections only: a cluster whose controller or inter-broker listener needs TLS or SASL
-    is refused at start rather than left unable to talk to itself."""
+    """A node of a cluster logs in to the others' controller and inter-broker listeners with
+    the username and password of that listener's JAAS configuration for the link's mechanism
+    (sasl.mechanism.controller.protocol, sasl.mechanism.inter.broker.protocol), as Kafka's
+    brokers do: without them the cluster could not talk to itself, so the start is refused."""
+    from brook.security.jaas import parse_jaas
+
     if not voters(cfg) or is_sole_voter(cfg):
         return
-    names = [parse_listener(text)[0] for text in cfg["listeners"]]
     controller = (cfg["controller.listener.names"] or [None])[0]
-    inter = cfg["inter.broker.listener.name"]
-    if not inter and "security.inter.broker.protocol" in cfg.explicit:
-        inter = cfg["security.inter.broker.protocol"]
-    if not inter:
-        inter = next((n for n in names if n != controller), None)
-    for key, name in (("controller.listener.names", controller), ("inter-broker", inter)):
-        if name is None:
+    links = (
+        (controller, "sasl.mechanism.controller.protocol"),
+        (inter_broker_listener(cfg), "sasl.mechanism.inter.broker.protocol"),
+    )
+    for name, key in links:
+        if name is None or protocols.get(name.upper(), "PLAINTEXT") not in SASL_PROTOCOLS:
             continue
-        protocol = protocols.get(name.upper(), "PLAINTEXT")
-        if protocol != "PLAINTEXT":
+        mechanism = str(cfg[key]).upper()
+        where = f"listener.name.{name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+        text = jaas_config(cfg, name, mechanism)
+        entry = parse_jaas(text, where) if text else None
+        if mechanism not in SASL_MECHANISMS or entry is None or not entry.username:
             raise ConfigError(
-                f"listener {name} ({key}) uses {protocol}: Brook's nodes connect to each "
-                "other over PLAINTEXT listeners only; give them a PLAINTEXT listener for "
-                "that (inter.broker.listener.name, controller.listener.names)"
+                f"listener {name} uses {protocols[name.upper()]}: this node logs in to the "
+                f"other nodes' {name} listeners with {key}={mechanism} and the username and "
+                f"password of {where}"
             )
 
 

@@ -115,6 +115,8 @@ class QuorumController:
         self._preparer: Preparer | None = None
         self._activated_before = False
         self._bootstrapping: asyncio.Task[None] | None = None
+        # TLS / SASL of the inter-broker listener, for asking replicas about their logs
+        self.replica_security: Any = None
         quorum.register_listener(self)
 
     @property
@@ -505,6 +507,7 @@ class QuorumController:
         ``quorum_acks`` and ``replica_logs``); with fewer live, it stays leaderless."""
         listener = self.server_config.get("inter.broker.listener.name")
         asker = ReplicaLogs(self.node_id, str(listener) if listener else None)
+        asker.channels.security = self.replica_security
         scanned = -1  # the image offset last found with nothing to elect
         try:
             while self._active is not None:

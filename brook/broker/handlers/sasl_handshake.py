@@ -11,10 +11,10 @@ from typing import Any
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
 
-from ..registry import RequestContext, handler
+from ..registry import BROKER, CONTROLLER, RequestContext, handler
 
 
-@handler(ApiKey.SASL_HANDSHAKE, (0, 1))
+@handler(ApiKey.SASL_HANDSHAKE, (0, 1), scopes=(BROKER, CONTROLLER))
 def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     auth = ctx.connection.sasl
     if auth is None or auth.complete:

@@ -252,43 +252,42 @@ def test_listener_prefixed_settings_override_the_unprefixed_ones() -> None:
     assert listener_value(cfg, "EXTERNAL", "ssl.client.auth") == "none"
 
 
-def test_a_cluster_whose_nodes_would_talk_over_sasl_or_tls_is_refused() -> None:
+def test_a_cluster_node_needs_its_login_for_secured_links() -> None:
+    """A node logs in to the others' SASL controller and inter-broker listeners with the
+    username and password of that listener's JAAS configuration for the link's mechanism."""
+    with_login = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="n" password="p" user_n="p";'
+    )
+    users_only = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_n="p";'
     cluster = {
         "process.roles": "broker,controller",
         "node.id": "1",
         "controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.1:9095",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
-            'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";'
+        "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093,INTERNAL://:9094",
+        "listener.security.protocol.map": (
+            "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT,INTERNAL:SASL_PLAINTEXT"
         ),
+        "inter.broker.listener.name": "INTERNAL",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config": with_login,
+        "listener.name.internal.plain.sasl.jaas.config": with_login,
     }
-    ok = {
-        **cluster,
-        "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093,SASL_PLAINTEXT://:9094",
-    }
-    parse_server_config(ok)
-    with pytest.raises(ConfigError, match="PLAINTEXT listeners only"):
-        parse_server_config({**ok, "security.inter.broker.protocol": "SASL_PLAINTEXT"})
-    with pytest.raises(ConfigError, match=r"controller\.listener\.names"):
+    parse_server_config(cluster)
+    with pytest.raises(ConfigError, match=r"listener INTERNAL .*sasl\.mechanism\.inter\.broker"):
         parse_server_config(
-            {
-                **ok,
-                "listener.security.protocol.map": (
-                    "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
-                ),
-                "listener.name.controller.plain.sasl.jaas.config": (
-                    'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";'
-                ),
-            }
+            {**cluster, "listener.name.internal.plain.sasl.jaas.config": users_only}
         )
+    with pytest.raises(ConfigError, match=r"sasl\.mechanism\.controller\.protocol=GSSAPI"):
+        parse_server_config({**cluster, "sasl.mechanism.controller.protocol": "GSSAPI"})
     # a lone node may name a SASL listener for inter-broker traffic (Kafka's example)
     parse_server_config(
         {
             "listeners": "SASL_PLAINTEXT://127.0.0.1:9092",
             "sasl.enabled.mechanisms": "PLAIN",
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config": cluster[
-                "listener.name.sasl_plaintext.plain.sasl.jaas.config"
-            ],
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": users_only,
             "security.inter.broker.protocol": "SASL_PLAINTEXT",
         }
     )
