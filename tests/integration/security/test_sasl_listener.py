@@ -71,40 +71,51 @@ def served(broker: BrookProcess) -> Iterator[RawClient]:
         assert metadata_ok(client)
 
 
-def log_lines(broker: BrookProcess, pattern: str, timeout: float = 10.0) -> list[str]:
+def log_size(broker: BrookProcess) -> int:
+    return broker.log_path.stat().st_size
+
+
+def log_lines(
+    broker: BrookProcess, pattern: str, since: int = 0, timeout: float = 10.0
+) -> list[str]:
+    """Lines of the broker's log written after byte ``since`` that match ``pattern`` (an
+    ephemeral port may have been used by an earlier connection of the module's broker)."""
     deadline = time.monotonic() + timeout
     while True:
-        lines = [
-            line
-            for line in broker.log_path.read_text(errors="replace").splitlines()
-            if re.search(pattern, line)
-        ]
+        with broker.log_path.open("rb") as f:
+            f.seek(since)
+            text = f.read().decode(errors="replace")
+        lines = [line for line in text.splitlines() if re.search(pattern, line)]
         if lines or time.monotonic() > deadline:
             return lines
         time.sleep(0.1)
 
 
 def test_plain_login_then_requests_are_served(broker: BrookProcess, served: RawClient) -> None:
+    since = log_size(broker)
     with RawClient(broker.bootstrap) as c:
         assert c.request(ApiKey.API_VERSIONS, 3, AV3).error_code == Errors.NONE
         answer = login(c, "admin", "admin-secret")
         assert answer.error_code == Errors.NONE and answer.error_message is None
         assert metadata_ok(c)
         port = c.sock.getsockname()[1]
-    assert log_lines(broker, rf"127\.0\.0\.1:{port} .*authenticated with PLAIN as User:admin")
+    assert log_lines(
+        broker, rf"127\.0\.0\.1:{port} .*authenticated with PLAIN as User:admin", since
+    )
     # once authenticated, another handshake is Kafka's ILLEGAL_SASL_STATE
     again = served.request(ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "PLAIN"})
     assert again.error_code == Errors.ILLEGAL_SASL_STATE
 
 
 def test_wrong_password(broker: BrookProcess, served: RawClient) -> None:
+    since = log_size(broker)
     with RawClient(broker.bootstrap) as c:
         port = c.sock.getsockname()[1]
         answer = login(c, "alice", "guess-one")
         assert answer.error_code == Errors.SASL_AUTHENTICATION_FAILED
         assert answer.error_message == "Authentication failed: Invalid username or password"
         assert c.is_closed()
-    lines = log_lines(broker, rf"127\.0\.0\.1:{port}\b")
+    lines = log_lines(broker, rf"127\.0\.0\.1:{port}\b", since)
     assert len(lines) == 1, lines
     assert "SASL authentication" in lines[0] and "guess-one" not in lines[0]
     assert "guess-one" not in broker.log_path.read_text()
@@ -129,6 +140,7 @@ def test_authenticate_before_handshake(broker: BrookProcess, served: RawClient) 
 def test_request_before_authentication_closes_the_connection(
     broker: BrookProcess, served: RawClient, after_handshake: bool
 ) -> None:
+    since = log_size(broker)
     with RawClient(broker.bootstrap) as c:
         port = c.sock.getsockname()[1]
         if after_handshake:
@@ -140,7 +152,7 @@ def test_request_before_authentication_closes_the_connection(
             expect_response=False,
         )
         assert c.is_closed()
-    lines = log_lines(broker, rf"127\.0\.0\.1:{port}\b")
+    lines = log_lines(broker, rf"127\.0\.0\.1:{port}\b", since)
     assert len(lines) == 1 and "before SASL authentication" in lines[0], lines
 
 
