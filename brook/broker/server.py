@@ -21,6 +21,7 @@ from brook.config.server import (
     FOLLOWER_FETCH_DELAY_KEY,
     METRICS_LISTENER_KEY,
     PRODUCE_DELAY_KEY,
+    inter_broker_listener,
     is_sole_voter,
     log_dirs,
     node_id,
@@ -34,6 +35,7 @@ from brook.log.log import PartitionLog
 from brook.log.log_cleaner import CleanerConfig, LogCleaner
 from brook.log.manager import LogManager
 from brook.log.meta_properties import StorageCheckError, check_storage
+from brook.metadata.bootstrap import read_bootstrap
 from brook.metadata.controller_api import ControllerApi, ControllerError
 from brook.metadata.image import Change, MetadataImage, TopicRemoved
 from brook.metadata.loader import MetadataLoader
@@ -45,6 +47,9 @@ from brook.metrics.endpoint import MetricsEndpoint
 from brook.metrics.snapshot import take_snapshot
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors, KafkaError
+from brook.security.node_auth import NodeSecurity, node_security
+from brook.security.scram import MECHANISMS as SCRAM_MECHANISMS
+from brook.security.scram import ScramCredential, ScramServer
 
 from . import (
     faults,
@@ -133,6 +138,17 @@ class Broker:
         self.producer_ids: ProducerIdManager
         self.group_coordinator: GroupCoordinator | None = None
         self.log_cleaner: LogCleaner | None = None
+        # How this node connects to the other nodes' controller and inter-broker listeners
+        # (TLS, SASL login); None: plain text, and always on a lone node.
+        self.controller_security: NodeSecurity | None = None
+        self.inter_broker_security: NodeSecurity | None = None
+        if voters(config) and not is_sole_voter(config):
+            names = config["controller.listener.names"]
+            if names:
+                self.controller_security = node_security(config, names[0], controller=True)
+            inter = inter_broker_listener(config)
+            if inter:
+                self.inter_broker_security = node_security(config, inter, controller=False)
 
     @property
     def image(self) -> MetadataImage:
@@ -142,6 +158,20 @@ class Broker:
     @property
     def broker_epoch(self) -> int:
         return -1 if self.lifecycle is None else self.lifecycle.broker_epoch
+
+    def scram_server(self, mechanism: str) -> ScramServer:
+        """A SCRAM exchange checked against the credentials in this node's metadata image."""
+        mech = SCRAM_MECHANISMS[mechanism]
+
+        def lookup(user: str) -> ScramCredential | None:
+            record = self.image.scram.get((user, mech.wire_id))
+            if record is None:
+                return None
+            return ScramCredential(
+                record.salt, record.stored_key, record.server_key, record.iterations
+            )
+
+        return ScramServer(mech, lookup)
 
     def local_controller(self) -> QuorumController:
         """This node's own controller, for requests on the controller listener."""
@@ -195,11 +225,19 @@ class Broker:
             self.quorum = LocalQuorum(meta_log, self.node_id, self.clock)
         else:
             self.raft = self.quorum = self._raft_client(meta_log)
+            self.raft.channels.security = self.controller_security
         self.quorum.register_listener(self.loader)
         if "controller" in self.roles:
             self.quorum_controller = QuorumController(
-                self.node_id, self.cluster_id, self.quorum, self.loader, cfg, self.clock
+                self.node_id,
+                self.cluster_id,
+                self.quorum,
+                self.loader,
+                cfg,
+                self.clock,
+                bootstrap=read_bootstrap(log_dirs(cfg)[0]),
             )
+            self.quorum_controller.replica_security = self.inter_broker_security
         remote = None
         if not sole:
             remote = RemoteController(
@@ -208,6 +246,7 @@ class Broker:
                 lambda: self.quorum.leader.leader_id,
                 int(cfg["request.timeout.ms"]),
             )
+            remote.channels.security = self.controller_security
         self.controller = ControllerRouter(self.quorum_controller, remote)
         controller_listeners = [x for x in self.listeners if x[0] in self.controller_listeners]
         if "controller" in self.roles and controller_listeners and not sole:
@@ -412,6 +451,7 @@ class Broker:
                 settings,
                 backoff_ms=int(cfg["replica.fetch.backoff.ms"]),
                 request_timeout_ms=int(cfg["request.timeout.ms"]),
+                security=self.inter_broker_security,
             ),
             int(cfg["num.replica.fetchers"]),
             image=lambda: self.image,

@@ -57,6 +57,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="every node serves Prometheus metrics on a port of its own (see status)",
     )
+    start.add_argument(
+        "--internal-listener",
+        action="store_true",
+        help="brokers replicate over a listener of their own, INTERNAL, which --override can "
+        "secure (listener.security.protocol.map, ssl.*, listener.name.internal.*)",
+    )
     start.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
     status = command("status", "each node's roles, pid, state and ports")
     status.add_argument("--json", action="store_true", help="the status as JSON")
@@ -106,6 +112,7 @@ def _start(args: argparse.Namespace) -> int:
             brokers=args.brokers,
             overrides=overrides,
             metrics=args.metrics,
+            internal_listener=args.internal_listener,
         )
     print(cluster.start(args.timeout), flush=True)
     return 0

@@ -19,6 +19,7 @@ BROKER_LISTENER = "PLAINTEXT"
 CONTROLLER_LISTENER = "CONTROLLER"
 # Not a Kafka listener: the port of the node's Prometheus endpoint (metrics.prometheus.listener)
 METRICS_PORT = "METRICS"
+INTERNAL_LISTENER = "INTERNAL"
 BROKER = "broker"
 CONTROLLER = "controller"
 # What the launcher writes for each node; an override of one would break the layout.
@@ -194,7 +195,10 @@ def server_properties(
         "listeners": ",".join(listeners),
     }
     if node.is_broker:
-        props["inter.broker.listener.name"] = BROKER_LISTENER
+        # brokers replicate over INTERNAL when the cluster has one (--internal-listener),
+        # whose security protocol and settings come from the overrides
+        internal = INTERNAL_LISTENER in node.ports
+        props["inter.broker.listener.name"] = INTERNAL_LISTENER if internal else BROKER_LISTENER
     props["log.dirs"] = str(node.data_dir)
     if METRICS_PORT in node.ports:
         props["metrics.prometheus.listener"] = f"http://{HOST}:{node.ports[METRICS_PORT]}"

@@ -31,8 +31,10 @@ from .records import (
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 
 
@@ -121,6 +123,8 @@ class MetadataImage:
         # ACLs by their record id; ``acls_version`` moves on every change (authorizer caches)
         self.acls: dict[uuid.UUID, AclBinding] = {}
         self.acls_version = 0
+        # (user, mechanism id) -> SCRAM credential (salt and keys, never a password)
+        self.scram: dict[tuple[str, int], UserScramCredentialRecord] = {}
         self.offset = -1  # last applied metadata log offset
 
     # ------------------------------------------------------------------ reads
@@ -159,6 +163,7 @@ class MetadataImage:
         other.next_producer_id = self.next_producer_id
         other.acls = dict(self.acls)
         other.acls_version = self.acls_version
+        other.scram = dict(self.scram)
         other.offset = self.offset
         return other
 
@@ -214,6 +219,7 @@ class MetadataImage:
                     int(acl.permission),
                 )
             )
+        out.extend(self.scram[key] for key in sorted(self.scram))
         return out
 
     def digest(self) -> str:
@@ -333,6 +339,12 @@ class MetadataImage:
             self.acls_version += 1
             return [AclsChanged()]
         if isinstance(record, NoOpRecord):
+            return []
+        if isinstance(record, UserScramCredentialRecord):
+            self.scram[(record.name, record.mechanism)] = record
+            return []
+        if isinstance(record, RemoveUserScramCredentialRecord):
+            self.scram.pop((record.name, record.mechanism), None)
             return []
         raise ImageError(f"unknown metadata record {type(record).__name__}")
 

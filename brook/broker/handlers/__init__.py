@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
     api_versions,
     broker_heartbeat,
     broker_registration,
@@ -20,6 +21,7 @@ from . import (  # noqa: F401
     describe_configs,
     describe_groups,
     describe_quorum,
+    describe_user_scram_credentials,
     elect_leaders,
     fetch,
     find_coordinator,
@@ -38,5 +40,7 @@ from . import (  # noqa: F401
     offset_for_leader_epoch,
     produce,
     raft_rpcs,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
 )

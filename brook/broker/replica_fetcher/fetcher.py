@@ -51,6 +51,8 @@ class FetcherConfig:
     settings: FetchSettings
     backoff_ms: int = 1000
     request_timeout_ms: int = 30000
+    # TLS / SASL of the inter-broker listener (security/node_auth.py); None: plain text
+    security: Any = None
 
 
 @dataclass(eq=False)
@@ -327,7 +329,10 @@ class ReplicaFetcher:
             if conn is not None:
                 conn.close()
             conn = self._conn = NodeConnection(
-                address[0], address[1], f"replica-fetcher-{self.source_id}-{self.fetcher_id}"
+                address[0],
+                address[1],
+                f"replica-fetcher-{self.source_id}-{self.fetcher_id}",
+                self.config.security,
             )
         return conn
 
