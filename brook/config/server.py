@@ -721,7 +721,7 @@ SERVER_CONFIG = ConfigDef(
             Type.LIST,
             [],
             _check_test_principals,
-            "Test only, until SASL and TLS authenticate connections: LISTENER=Type:name pairs "
+            "Test only: LISTENER=Type:name pairs "
             "giving every connection of a PLAINTEXT listener that principal instead of "
             "User:ANONYMOUS",
         ),
