@@ -206,19 +206,10 @@ class MetadataImage:
             out.extend(ConfigRecord(rtype, rname, k, v) for k, v in sorted(entries.items()))
         if self.next_producer_id:
             out.append(ProducerIdsRecord(-1, -1, self.next_producer_id))
-        for acl_id, acl in sorted(self.acls.items(), key=lambda item: item[0].bytes):
-            out.append(
-                AccessControlEntryRecord(
-                    acl_id,
-                    int(acl.resource_type),
-                    acl.resource_name,
-                    int(acl.pattern_type),
-                    acl.principal,
-                    acl.host,
-                    int(acl.operation),
-                    int(acl.permission),
-                )
-            )
+        out.extend(
+            entry_record(acl_id, acl)
+            for acl_id, acl in sorted(self.acls.items(), key=lambda item: item[0].bytes)
+        )
         out.extend(self.scram[key] for key in sorted(self.scram))
         return out
 
@@ -378,3 +369,16 @@ class MetadataImage:
         )
         topic.partitions[record.partition_id] = new
         return [PartitionChanged(topic.name, new)]
+
+
+def entry_record(acl_id: uuid.UUID, acl: AclBinding) -> AccessControlEntryRecord:
+    return AccessControlEntryRecord(
+        acl_id,
+        int(acl.resource_type),
+        acl.resource_name,
+        int(acl.pattern_type),
+        acl.principal,
+        acl.host,
+        int(acl.operation),
+        int(acl.permission),
+    )
