@@ -44,12 +44,26 @@ def secured_overrides(directory: Path) -> dict[str, str]:
     }
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+# With Kafka's authorizer on: the nodes log in as User:broker, a super user, so the
+# controller listener must serve the SASL exchange to a connection not yet authenticated
+# (User:ANONYMOUS, which may do nothing); the test's PLAINTEXT clients are User:broker too
+# (the test-only listener principal).
+AUTHORIZED = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:broker",
+    "brook.test.listener.principals": "PLAINTEXT=User:broker",
+}
+
+
+@pytest.fixture(scope="module", params=["no authorizer", "authorizer"])
+def cluster(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[LocalCluster]:
     base = tmp_path_factory.mktemp("secured")
-    with local_cluster(
-        base / "c", nodes=3, overrides=secured_overrides(base / "tls"), internal_listener=True
-    ) as c:
+    overrides = secured_overrides(base / "tls")
+    if request.param == "authorizer":
+        overrides.update(AUTHORIZED)
+    with local_cluster(base / "c", nodes=3, overrides=overrides, internal_listener=True) as c:
         yield c
 
 
@@ -103,3 +117,4 @@ def test_quorum_and_replication_over_sasl_ssl(cluster: LocalCluster) -> None:
         # every node-to-node connection authenticated before its first request
         assert "before SASL authentication" not in log
         assert "TLS handshake" not in log
+        assert "refused" not in log
