@@ -108,6 +108,18 @@ class AclBinding:
     operation: AclOperation
     permission: AclPermissionType
 
+    def creation_fields(self) -> dict[str, Any]:
+        """The ACL as a CreateAcls request's creation carries it."""
+        return {
+            "resource_type": int(self.resource_type),
+            "resource_name": self.resource_name,
+            "resource_pattern_type": int(self.pattern_type),
+            "principal": self.principal,
+            "host": self.host,
+            "operation": int(self.operation),
+            "permission_type": int(self.permission),
+        }
+
     def __str__(self) -> str:
         return (
             f"(pattern=ResourcePattern(resourceType={_enum_name(self.resource_type)}, "

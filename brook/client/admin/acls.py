@@ -26,20 +26,7 @@ async def create_acls(
 
     async def attempt(pending: dict[AclBinding, AclBinding], deadline: float) -> Outcome:
         order = list(pending)
-        data = {
-            "creations": [
-                {
-                    "resource_type": int(a.resource_type),
-                    "resource_name": a.resource_name,
-                    "resource_pattern_type": int(a.pattern_type),
-                    "principal": a.principal,
-                    "host": a.host,
-                    "operation": int(a.operation),
-                    "permission_type": int(a.permission),
-                }
-                for a in order
-            ]
-        }
+        data = {"creations": [a.creation_fields() for a in order]}
         resp = await core.send_any(ApiKey.CREATE_ACLS, data)
         out: Outcome = {}
         for acl, result in zip(order, resp.results, strict=True):
