@@ -68,7 +68,9 @@ def produce(bootstrap: str, topic: str, records: int, size: int, extra: dict[str
     return records * size / elapsed / 1e6
 
 
-def consume(bootstrap: str, topic: str, records: int, size: int) -> float:
+def consume(
+    bootstrap: str, topic: str, records: int, size: int, extra: dict[str, Any] | None = None
+) -> float:
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -76,6 +78,7 @@ def consume(bootstrap: str, topic: str, records: int, size: int) -> float:
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "fetch.max.bytes": 52428800,
+            **(extra or {}),
         }
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])

@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from loss_checker import TOPIC_CONFIGS, replica_divergence, run_trial  # noqa: E402, F401
 from metadata_checker import Creator, check_metadata  # noqa: E402, F401
 from multinode_proxy import MultiNodeProxy  # noqa: E402, F401
+from security_certs import make_tls_files  # noqa: E402, F401
 from support import BrookProcess, free_port, run_tansu  # noqa: E402, F401
 
 RESULTS = ROOT / "bench" / "results"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 from typing import Any
 
@@ -16,9 +17,22 @@ class ConnectionClosed(Exception):
 
 
 class RawClient:
-    def __init__(self, bootstrap: str, timeout: float = 10.0, client_id: str = "raw") -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        timeout: float = 10.0,
+        client_id: str = "raw",
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        sock = socket.create_connection((host, int(port)), timeout=timeout)
+        if tls is not None:
+            try:
+                sock = tls.wrap_socket(sock, server_hostname=host)
+            except BaseException:
+                sock.close()
+                raise
+        self.sock = sock
         self.client_id = client_id
         self.correlation = 0
 

@@ -98,11 +98,16 @@ class BrookProcess:
     """A real ``brook server`` process on a free loopback port, restartable on the same data."""
 
     def __init__(
-        self, data_dir: Path, overrides: dict[str, str] | None = None, port: int | None = None
+        self,
+        data_dir: Path,
+        overrides: dict[str, str] | None = None,
+        port: int | None = None,
+        log_level: str | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.port = port or free_port()
         self.overrides = dict(overrides or {})
+        self.log_level = log_level
         self.proc: subprocess.Popen | None = None
         self.log_path = self.data_dir.parent / f"{self.data_dir.name}-broker.log"
 
@@ -117,6 +122,8 @@ class BrookProcess:
             **self.overrides,
         }
         cmd = [python_exe(), "-m", "brook.cli.main", "server"]
+        if self.log_level:
+            cmd += ["--log-level", self.log_level]
         for key, value in props.items():
             cmd += ["--override", f"{key}={value}"]
         return cmd
@@ -185,15 +192,24 @@ def local_cluster(
     brokers: int | None = None,
     overrides: dict[str, str] | None = None,
     timeout: float = 60.0,
+    metrics: bool = False,
+    internal_listener: bool = False,
 ) -> Iterator[LocalCluster]:
     """A new ``brook cluster`` in ``directory`` (``nodes`` / ``controllers`` / ``brokers`` as
     ``brook cluster start`` takes them), started and stopped at the end whatever happens;
     yields the ``LocalCluster`` (``bootstrap_servers`` for clients, ``kill`` / ``pause`` /
-    ``restart`` / ``slow`` for faults)."""
+    ``restart`` / ``slow`` for faults); ``metrics``: every node serves Prometheus metrics
+    (``cluster.node(i).metrics_url``)."""
     from brook.cli.local_cluster import LocalCluster
 
     cluster = LocalCluster.create(
-        directory, nodes=nodes, controllers=controllers, brokers=brokers, overrides=overrides
+        directory,
+        nodes=nodes,
+        controllers=controllers,
+        brokers=brokers,
+        overrides=overrides,
+        metrics=metrics,
+        internal_listener=internal_listener,
     )
     try:
         cluster.start(timeout)

@@ -136,15 +136,20 @@ def cluster_operations(ctx: RequestContext) -> int:
     return authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
+# Served on the controller listener whoever asks: what a client needs to authenticate.
+ALWAYS_SERVED = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+
+
 def controller_listener_refusal(ctx: RequestContext) -> str | None:
     """Why a request on the controller listener is refused, or None. Brook forwards admin
     requests and sends its inter-node RPCs there as the node itself (no Envelope carrying the
     client's principal), having authorized the client on the broker listener; so the
     listener serves principals with CLUSTER_ACTION on the cluster (DescribeQuorum: DESCRIBE),
-    as Kafka's ControllerApis asks of brokers and controllers. ApiVersions is always served."""
+    as Kafka's ControllerApis asks of brokers and controllers. ApiVersions and the SASL
+    exchange (which comes before there is a principal to authorize) are always served."""
     if ctx.scope != "controller" or ctx.broker.authorizer is None:
         return None
-    if ctx.api_key == ApiKey.API_VERSIONS:
+    if ctx.api_key in ALWAYS_SERVED:
         return None
     op = (
         AclOperation.DESCRIBE

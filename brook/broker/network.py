@@ -19,11 +19,20 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import socket
+import ssl
 import time
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from brook.config.server import (
+    SASL_PROTOCOLS,
+    TLS_PROTOCOLS,
+    jaas_config,
+    listener_value,
+    security_protocols,
+)
 from brook.log.file_pool import connection_capacity
 from brook.log.span import SpanGone, StoredSpan
 from brook.protocol.api import ApiKey, api_name, request_class, response_class
@@ -40,7 +49,12 @@ from brook.protocol.framing import (
     response_header,
 )
 from brook.protocol.primitives import INT16, INT32
+from brook.security.authenticator import Answer, Gate, SaslAuthenticator
+from brook.security.jaas import parse_jaas
 from brook.security.principal import ANONYMOUS, KafkaPrincipal
+from brook.security.sasl_mechanism import MechanismServer
+from brook.security.sasl_plain import PlainServer
+from brook.security.tls import peer_principal, server_context
 
 from .authz import controller_listener_refusal, refused_whole
 from .memory_pool import RequestMemoryPool
@@ -61,16 +75,30 @@ _SPAN_CHUNK = 1024 * 1024
 # the next chunk is read.
 _WRITE_HIGH_WATER = 1024 * 1024
 _WRITE_LOW_WATER = 256 * 1024
+# A TLS handshake not finished in this long closes the connection.
+_TLS_HANDSHAKE_TIMEOUT_S = 10.0
+_BACKLOG = 1024
 
 OutPart = bytes | bytearray | memoryview | StoredSpan
 
 
 class Connection(asyncio.BufferedProtocol):
     def __init__(
-        self, broker: Broker, listener: str, server: SocketServer, scope: str = BROKER
+        self,
+        broker: Broker,
+        listener: str,
+        server: SocketServer,
+        scope: str = BROKER,
+        tls: bool = False,
+        sasl: Callable[[], SaslAuthenticator] | None = None,
     ) -> None:
         self.broker = broker
         self.listener = listener
+        self.tls = tls
+        # The SASL exchange of a SASL listener's connection; requests other than ApiVersions
+        # and the SASL ones wait for it to complete.
+        self.sasl: SaslAuthenticator | None = sasl() if sasl is not None else None
+        self._close_after_send = False
         self.scope = scope
         self.handlers = TABLES[scope]
         self.server = server
@@ -99,6 +127,15 @@ class Connection(asyncio.BufferedProtocol):
         self._closed = False
         self._task: asyncio.Task[None] | None = None
         self.last_active = time.monotonic()
+        # time.perf_counter() at the dispatch of the request being handled (its latency)
+        self._started = 0.0
+        if self.sasl is not None:
+            # Kafka's sasl.server.max.receive.size: an unauthenticated client cannot make
+            # the broker hold a large frame (a huge SASL token closes the connection).
+            self._reader.max_frame_size = min(
+                self.max_request_size,
+                int(listener_value(broker.config, listener, "sasl.server.max.receive.size")),
+            )
 
     # ------------------------------------------------------------------ asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -111,6 +148,19 @@ class Connection(asyncio.BufferedProtocol):
             transport.close()
             return
         self.server.connections.add(self)
+        if self.tls:
+            # The handshake is done: a client certificate's subject is the principal.
+            try:
+                self.principal = peer_principal(transport.get_extra_info("ssl_object"))
+            except ValueError as exc:
+                self.close(f"its certificate's subject cannot be read ({exc})")
+                return
+            log.debug(
+                "TLS connection from %s on listener %s as %s",
+                self.peer,
+                self.listener,
+                self.principal,
+            )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closed = True
@@ -200,6 +250,7 @@ class Connection(asyncio.BufferedProtocol):
             frame = self._frames.popleft()
             self._handling = len(frame)
             self._queued_bytes -= self._handling
+            self._started = time.perf_counter()
             try:
                 pending = self._dispatch(frame)
             except Exception:
@@ -239,13 +290,59 @@ class Connection(asyncio.BufferedProtocol):
             self._send(ctx, response)
             self._pump()
 
+    def sasl_answered(self, answer: Answer) -> None:
+        """What the SASL handlers report: a failure is logged once (the client's address,
+        never a secret) and closes the connection once its answer is sent; success makes
+        ``User:<name>`` this connection's principal."""
+        auth = self.sasl
+        assert auth is not None
+        if answer.log_reason:
+            log.warning(
+                "SASL authentication with %s on listener %s failed: %s",
+                self.peer,
+                self.listener,
+                answer.log_reason,
+            )
+        if answer.close:
+            self._close_after_send = True
+        if auth.complete and auth.principal is not None:
+            self.principal = auth.principal
+            self._reader.max_frame_size = self.max_request_size
+            log.debug(
+                "SASL connection from %s on listener %s authenticated with %s as %s",
+                self.peer,
+                self.listener,
+                auth.mechanism,
+                self.principal,
+            )
+
+    def _raw_sasl_token(self, frame: bytes | bytearray) -> None:
+        """A SASL token after SaslHandshake v0: size-prefixed, no Kafka header; the answer
+        likewise. A failure can only close the connection (there is no error field)."""
+        assert self.sasl is not None and self.transport is not None
+        answer = self.sasl.authenticate(bytes(frame))
+        self.sasl_answered(answer)
+        if answer.close:
+            self.close(None)
+            return
+        self.transport.write(INT32.pack(len(answer.token)) + answer.token)
+
     def _dispatch(
         self, frame: bytes | bytearray
     ) -> tuple[RequestContext, Awaitable[Response]] | None:
+        if self.sasl is not None and self.sasl.expects_raw_token:
+            self._raw_sasl_token(frame)
+            return None
         try:
             api_key, version, correlation_id = peek_api(frame)
         except FrameError as exc:
             self.close(str(exc))
+            return None
+        if self.sasl is not None and self.sasl.gate(api_key) is Gate.CLOSE:
+            self.close(
+                f"{api_name(api_key)} request before SASL authentication completed "
+                "(only ApiVersions, SaslHandshake and SaslAuthenticate are accepted)"
+            )
             return None
         spec = self.handlers.get(api_key)
         if spec is None:
@@ -305,6 +402,9 @@ class Connection(asyncio.BufferedProtocol):
 
     # ------------------------------------------------------------------ output
     def _send(self, ctx: RequestContext, response: Response) -> None:
+        self.broker.counters.request_done(
+            ctx.api_key, ctx.api_version, self._started, ctx.fetch_from_follower
+        )
         if response is None or self._closed or self.transport is None:
             return
         if isinstance(response, dict):
@@ -318,6 +418,16 @@ class Connection(asyncio.BufferedProtocol):
         size = len(head) + sum(len(p) for p in parts)
         self._write([INT32.pack(size) + head, *parts])
         self.last_active = time.monotonic()
+        if self._close_after_send:
+            # Kafka's connection.failed.authentication.delay.ms: the client reads the answer
+            # before the connection closes (a close right behind it makes some clients drop
+            # the answer and retry at once); the transport sends what it holds first.
+            self._close_after_send = False
+            self._reading = False
+            assert self.transport is not None
+            self.transport.pause_reading()
+            delay = int(self.broker.config["connection.failed.authentication.delay.ms"])
+            asyncio.get_running_loop().call_later(delay / 1000, self.close, None)
 
     def _write(self, parts: list[OutPart]) -> None:
         """Buffers go to the transport as they are (uvloop keeps references, it does not copy
@@ -359,6 +469,11 @@ class Connection(asyncio.BufferedProtocol):
                     ready.append(out.popleft())
                 transport.writelines(ready)
             self.last_active = time.monotonic()
+
+    @property
+    def queued_requests(self) -> int:
+        """Requests read and waiting for the one in progress (Kafka's request queue)."""
+        return len(self._frames)
 
     @property
     def idle(self) -> bool:
@@ -406,8 +521,36 @@ class SocketServer:
         self.read_buffer = bytearray(READ_BUFFER_SIZE)
         queued = int(broker.config["queued.max.request.bytes"])
         self.memory_pool = RequestMemoryPool(queued) if queued > 0 else None
-        self.servers: list[asyncio.AbstractServer] = []
+        self.servers: list[asyncio.AbstractServer | TlsServer] = []
         self.bound: dict[str, tuple[str, int]] = {}
+
+    def _sasl_factory(self, name: str) -> Callable[[], SaslAuthenticator] | None:
+        """The authenticator maker of listener ``name``, or None when it has no SASL."""
+        cfg = self.broker.config
+        if security_protocols(cfg).get(name) not in SASL_PROTOCOLS:
+            return None
+        mechanisms = list(listener_value(cfg, name, "sasl.enabled.mechanisms"))
+        plain_users: dict[str, str] = {}
+        if "PLAIN" in mechanisms:
+            text = jaas_config(cfg, name, "PLAIN")
+            assert text is not None  # parse_server_config checks it
+            plain_users = parse_jaas(
+                text, f"listener.name.{name.lower()}.plain.sasl.jaas.config"
+            ).users()
+
+        def server(mechanism: str) -> MechanismServer:
+            if mechanism == "PLAIN":
+                return PlainServer(plain_users)
+            return self.broker.scram_server(mechanism)
+
+        return lambda: SaslAuthenticator(mechanisms, server)
+
+    def _tls_context(self, name: str) -> ssl.SSLContext | None:
+        """The TLS context of listener ``name``, or None for a plain-text one."""
+        cfg = self.broker.config
+        if security_protocols(cfg).get(name) not in TLS_PROTOCOLS:
+            return None
+        return server_context(lambda key: listener_value(cfg, name, key), f"listener {name}")
 
     async def bind(self, listeners: list[tuple[str, str, int]], scope: str = BROKER) -> None:
         """Bind every listener's address (port 0 gets a free one) without accepting yet: a
@@ -415,14 +558,30 @@ class SocketServer:
         says which API table the listeners serve (broker or controller)."""
         loop = asyncio.get_running_loop()
         for name, host, port in listeners:
-            server = await loop.create_server(
-                lambda name=name: Connection(self.broker, name, self, scope),
-                host or None,
-                port,
-                reuse_address=True,
-                backlog=1024,
-                start_serving=False,
-            )
+            tls = self._tls_context(name)
+            sasl = self._sasl_factory(name)
+            server: asyncio.AbstractServer | TlsServer
+            if tls is None:
+                server = await loop.create_server(
+                    lambda name=name, sasl=sasl: Connection(  # type: ignore[misc]
+                        self.broker, name, self, scope, sasl=sasl
+                    ),
+                    host or None,
+                    port,
+                    reuse_address=True,
+                    backlog=_BACKLOG,
+                    start_serving=False,
+                )
+            else:
+                server = TlsServer(
+                    lambda name=name, sasl=sasl: Connection(
+                        self.broker, name, self, scope, tls=True, sasl=sasl
+                    ),
+                    name,
+                    host,
+                    port,
+                    tls,
+                )
             sock = server.sockets[0].getsockname()
             self.bound[name] = (sock[0], sock[1])
             self.servers.append(server)
@@ -468,3 +627,94 @@ class SocketServer:
             conn.close(None)
         for server in self.servers:
             await server.wait_closed()
+
+
+class TlsServer:
+    """A TLS listener: connections accepted here and handed to the loop with their TLS
+    handshake (``connect_accepted_socket``), so that a failed handshake (an untrusted or
+    expired certificate, a client speaking plain Kafka to a TLS port) is logged once with
+    the peer's address, closing only that connection. The loop's own TLS server would drop
+    such failures silently. Behaves as the ``asyncio.Server`` SocketServer uses."""
+
+    def __init__(
+        self,
+        factory: Callable[[], Connection],
+        name: str,
+        host: str,
+        port: int,
+        context: ssl.SSLContext,
+    ) -> None:
+        self._factory = factory
+        self._name = name
+        self._context = context
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host or ("::" if family == socket.AF_INET6 else "0.0.0.0"), port))
+        sock.listen(_BACKLOG)
+        sock.setblocking(False)
+        self.sockets = [sock]
+        self._accepting: asyncio.Task[None] | None = None
+        self._handshakes: set[asyncio.Task[None]] = set()
+        self._closed = False
+
+    def is_serving(self) -> bool:
+        return self._accepting is not None and not self._closed
+
+    async def start_serving(self) -> None:
+        if self._accepting is None and not self._closed:
+            self._accepting = asyncio.get_running_loop().create_task(self._accept())
+
+    async def _accept(self) -> None:
+        loop = asyncio.get_running_loop()
+        sock = self.sockets[0]
+        while not self._closed:
+            try:
+                conn, address = await loop.sock_accept(sock)
+            except asyncio.CancelledError:
+                raise
+            except OSError as exc:
+                # Out of descriptors or a connection reset before it was taken: the next
+                # one may do; a pause keeps this from spinning.
+                log.warning("accepting on listener %s failed: %s", self._name, exc)
+                await asyncio.sleep(0.1)
+                continue
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            task = loop.create_task(self._handshake(conn, address))
+            self._handshakes.add(task)
+            task.add_done_callback(self._handshakes.discard)
+
+    async def _handshake(self, conn: socket.socket, address: Any) -> None:
+        peer = f"{address[0]}:{address[1]}" if address else "?"
+        try:
+            await asyncio.get_running_loop().connect_accepted_socket(
+                self._factory,  # type: ignore[arg-type]
+                conn,
+                ssl=self._context,
+                ssl_handshake_timeout=_TLS_HANDSHAKE_TIMEOUT_S,
+            )
+        except asyncio.CancelledError:
+            conn.close()
+            raise
+        except (OSError, TimeoutError, ValueError) as exc:
+            log.warning(
+                "TLS handshake with %s on listener %s failed: %s",
+                peer,
+                self._name,
+                str(exc) or type(exc).__name__,
+            )
+            conn.close()
+
+    def close(self) -> None:
+        self._closed = True
+        if self._accepting is not None:
+            self._accepting.cancel()
+        for task in list(self._handshakes):
+            task.cancel()
+        for sock in self.sockets:
+            sock.close()
+
+    async def wait_closed(self) -> None:
+        tasks = [t for t in [self._accepting, *self._handshakes] if t is not None]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)

@@ -74,6 +74,9 @@ class Partition:
     broker: Callable[[int], BrokerInfo | None] = _no_brokers
     # Where ISR updates go (the AlterPartition manager); None leaves them pending.
     submit_isr_update: Callable[[Partition, IsrUpdate], None] | None = None
+    # Told of each ISR update of this leader once committed, by the controller's answer or
+    # by the image (whichever comes first): Kafka's IsrShrinksPerSec / IsrExpandsPerSec.
+    isr_committed: Callable[[IsrUpdate], None] | None = None
     leader_state: LeaderState | None = None
     appended_bytes: int = 0  # monotonic; fetch long-polls measure progress with it
     _ack_waiters: list[_AckWaiter] = field(default_factory=list)
@@ -135,11 +138,14 @@ class Partition:
             if quorum_acks.enabled(self.log.config.quorum_required_acks):
                 self._mark_epoch_start(now)
         elif leads and self.leader_state is not None:
+            pending = self.leader_state.pending
             if self.leader_state.update_assignment(
                 info.partition_epoch, info.replicas, info.isr, now
             ):
                 self.partition_epoch = info.partition_epoch
                 self.isr = info.isr
+                if pending is not None and tuple(info.isr) == pending.new_isr:
+                    self._isr_committed(pending)  # the image told before the answer came
         else:
             self.leader_state = None
             self.partition_epoch = info.partition_epoch
@@ -377,8 +383,13 @@ class Partition:
         if reaction is Reaction.COMMITTED:
             self.isr = state.isr
             self.partition_epoch = state.partition_epoch
+            self._isr_committed(update)
             self.maybe_increment_high_watermark()
         return reaction
+
+    def _isr_committed(self, update: IsrUpdate) -> None:
+        if self.isr_committed is not None:
+            self.isr_committed(update)
 
     # ------------------------------------------------------------------ fetch
     @property

@@ -50,6 +50,11 @@ def _items(api_key: int, version: int, request: Any, code: int, message: str) ->
             for r in request.resources
         ]
         return {"responses": resources}
+    if api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
+        users = dict.fromkeys(
+            [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+        )
+        return {"results": [{"user": user, **err} for user in users]}
     if api_key == ApiKey.CREATE_PARTITIONS:
         return {"results": [{"name": t.name, **err} for t in request.topics]}
     if api_key == ApiKey.ELECT_LEADERS and version == 0:

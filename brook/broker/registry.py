@@ -47,6 +47,8 @@ class RequestContext:
     client_id: str | None
     listener: str
     scope: str = "broker"
+    # Set by Fetch: whether a follower sent it (RequestMetrics' FetchFollower / FetchConsumer)
+    fetch_from_follower: bool | None = None
 
     @property
     def on_controller_listener(self) -> bool:

@@ -30,6 +30,7 @@ from brook.metadata.controller_api import (
     TopicResult,
 )
 from brook.metadata.quorum_controller import QuorumController
+from brook.metadata.scram_control import ScramDeletion, ScramUpsertion, UserResult
 from brook.net.connection import NodeChannels, NodeUnavailable
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
@@ -40,6 +41,7 @@ from .handlers import (
     alter_configs,
     alter_partition,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
     broker_heartbeat,
     broker_registration,
     create_acls,
@@ -159,6 +161,17 @@ class RemoteController:
             lambda r: _all_refused(t.error_code for t in r.results),
         )
         return await self._committed(create_partitions.results_of(response))
+
+    async def alter_user_scram_credentials(
+        self, deletions: Sequence[ScramDeletion], upsertions: Sequence[ScramUpsertion]
+    ) -> Committed[list[UserResult]]:
+        response = await self._send(
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+            alter_user_scram_credentials.REMOTE_VERSION,
+            alter_user_scram_credentials.request_of(deletions, upsertions),
+            lambda r: _all_refused(x.error_code for x in r.results),
+        )
+        return await self._committed(alter_user_scram_credentials.results_of(response))
 
     async def alter_configs(
         self,
@@ -340,6 +353,9 @@ class ControllerRouter:
 
     async def alter_configs(self, *args: Any) -> Any:
         return await self._call("alter_configs", *args)
+
+    async def alter_user_scram_credentials(self, *args: Any) -> Any:
+        return await self._call("alter_user_scram_credentials", *args)
 
     async def elect_leaders(self, *args: Any) -> Any:
         return await self._call("elect_leaders", *args)

@@ -46,7 +46,7 @@ from . import delayed, topic_config
 from .alter_partition_manager import AlterPartitionManager
 from .delayed import DelayedProduce, PendingAcks
 from .fetch_session import FetchSession
-from .leader_state import IsrUpdate
+from .leader_state import IsrUpdate, Kind
 from .partition import Partition
 
 log = logging.getLogger(__name__)
@@ -85,6 +85,10 @@ class ReplicaManager:
         # Where the partitions' ISR updates go (the AlterPartition manager, set by the node).
         self.submit_isr_update: Callable[[Partition, IsrUpdate], None] | None = None
         self.alter_partition_manager: AlterPartitionManager | None = None
+        # ISR updates of partitions led here, once committed (IsrShrinksPerSec and
+        # IsrExpandsPerSec of Kafka's ReplicaManager)
+        self.isr_shrinks = 0
+        self.isr_expands = 0
         self._shrink_task: asyncio.Task[None] | None = None
         # Set (and replaced) after every batch of metadata changes applied here.
         self._metadata_applied = asyncio.Event()
@@ -318,6 +322,7 @@ class ReplicaManager:
                 clock=self.clock,
                 broker=self._broker,
                 submit_isr_update=self._submit_isr_update,
+                isr_committed=self._count_isr_update,
             )
             self.partitions[tp] = partition
             was_leader, old_epoch, old_leader = False, -1, -2
@@ -339,6 +344,12 @@ class ReplicaManager:
     def _submit_isr_update(self, partition: Partition, update: IsrUpdate) -> None:
         if self.submit_isr_update is not None:
             self.submit_isr_update(partition, update)
+
+    def _count_isr_update(self, update: IsrUpdate) -> None:
+        if update.kind is Kind.SHRINK:
+            self.isr_shrinks += 1
+        else:
+            self.isr_expands += 1
 
     def _remove(self, tp: TopicPartition) -> None:
         self.offline.pop(tp, None)

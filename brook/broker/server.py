@@ -6,9 +6,11 @@ replica manager, the fetch session cache and the listeners, and runs the backgro
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import logging
 import random
+import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -17,7 +19,9 @@ from typing import Any
 from brook.config.defs import Config
 from brook.config.server import (
     FOLLOWER_FETCH_DELAY_KEY,
+    METRICS_LISTENER_KEY,
     PRODUCE_DELAY_KEY,
+    inter_broker_listener,
     is_sole_voter,
     log_dirs,
     node_id,
@@ -28,16 +32,24 @@ from brook.config.server import (
 )
 from brook.log.config import LogConfig
 from brook.log.log import PartitionLog
+from brook.log.log_cleaner import CleanerConfig, LogCleaner
 from brook.log.manager import LogManager
 from brook.log.meta_properties import StorageCheckError, check_storage
+from brook.metadata.bootstrap import read_bootstrap
 from brook.metadata.controller_api import ControllerApi, ControllerError
-from brook.metadata.image import Change, MetadataImage
+from brook.metadata.image import Change, MetadataImage, TopicRemoved
 from brook.metadata.loader import MetadataLoader
 from brook.metadata.quorum import LocalQuorum
 from brook.metadata.quorum_controller import QuorumController
 from brook.metadata.records import METADATA_TOPIC, METADATA_TOPIC_ID, Endpoint, encode
+from brook.metrics.counters import BrokerCounters
+from brook.metrics.endpoint import MetricsEndpoint
+from brook.metrics.snapshot import take_snapshot
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors, KafkaError
+from brook.security.node_auth import NodeSecurity, node_security
+from brook.security.scram import MECHANISMS as SCRAM_MECHANISMS
+from brook.security.scram import ScramCredential, ScramServer
 
 from . import (
     faults,
@@ -68,6 +80,10 @@ METADATA_LOG_CONFIG = {
 }
 
 
+# The GIL switch interval while the log cleaner's threads run (see _start_log_cleaner).
+_CLEANER_SWITCH_INTERVAL_S = 0.001
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -91,6 +107,14 @@ class Broker:
         )
         self.clock: Callable[[], int] = _now_ms
         self.loader = MetadataLoader()
+        # What the node counts as it works (on its loop); the endpoint serves it with the
+        # rest of the node's state when metrics.prometheus.listener is set.
+        self.counters = BrokerCounters()
+        self.metrics: MetricsEndpoint | None = None
+        if config[METRICS_LISTENER_KEY]:
+            self.metrics = MetricsEndpoint(
+                config[METRICS_LISTENER_KEY], lambda: take_snapshot(self), self.counters
+            )
         self.socket_server = SocketServer(self)
         self.fetch_sessions = FetchSessionCache(
             int(config["max.incremental.fetch.session.cache.slots"])
@@ -115,6 +139,18 @@ class Broker:
         self.producer_ids: ProducerIdManager
         self.group_coordinator: GroupCoordinator | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
+        self.log_cleaner: LogCleaner | None = None
+        # How this node connects to the other nodes' controller and inter-broker listeners
+        # (TLS, SASL login); None: plain text, and always on a lone node.
+        self.controller_security: NodeSecurity | None = None
+        self.inter_broker_security: NodeSecurity | None = None
+        if voters(config) and not is_sole_voter(config):
+            names = config["controller.listener.names"]
+            if names:
+                self.controller_security = node_security(config, names[0], controller=True)
+            inter = inter_broker_listener(config)
+            if inter:
+                self.inter_broker_security = node_security(config, inter, controller=False)
 
     @property
     def image(self) -> MetadataImage:
@@ -124,6 +160,20 @@ class Broker:
     @property
     def broker_epoch(self) -> int:
         return -1 if self.lifecycle is None else self.lifecycle.broker_epoch
+
+    def scram_server(self, mechanism: str) -> ScramServer:
+        """A SCRAM exchange checked against the credentials in this node's metadata image."""
+        mech = SCRAM_MECHANISMS[mechanism]
+
+        def lookup(user: str) -> ScramCredential | None:
+            record = self.image.scram.get((user, mech.wire_id))
+            if record is None:
+                return None
+            return ScramCredential(
+                record.salt, record.stored_key, record.server_key, record.iterations
+            )
+
+        return ScramServer(mech, lookup)
 
     def local_controller(self) -> QuorumController:
         """This node's own controller, for requests on the controller listener."""
@@ -170,16 +220,26 @@ class Broker:
             configured_cluster_id=cfg["cluster.id"],
             may_self_format=is_sole_voter(cfg),
         )
+        if self.metrics is not None:
+            self.metrics.start()
         meta_log = self._load_logs()
         if sole:
             self.quorum = LocalQuorum(meta_log, self.node_id, self.clock)
         else:
             self.raft = self.quorum = self._raft_client(meta_log)
+            self.raft.channels.security = self.controller_security
         self.quorum.register_listener(self.loader)
         if "controller" in self.roles:
             self.quorum_controller = QuorumController(
-                self.node_id, self.cluster_id, self.quorum, self.loader, cfg, self.clock
+                self.node_id,
+                self.cluster_id,
+                self.quorum,
+                self.loader,
+                cfg,
+                self.clock,
+                bootstrap=read_bootstrap(log_dirs(cfg)[0]),
             )
+            self.quorum_controller.replica_security = self.inter_broker_security
         remote = None
         if not sole:
             remote = RemoteController(
@@ -188,6 +248,7 @@ class Broker:
                 lambda: self.quorum.leader.leader_id,
                 int(cfg["request.timeout.ms"]),
             )
+            remote.channels.security = self.controller_security
         self.controller = ControllerRouter(self.quorum_controller, remote)
         controller_listeners = [x for x in self.listeners if x[0] in self.controller_listeners]
         if "controller" in self.roles and controller_listeners and not sole:
@@ -317,12 +378,14 @@ class Broker:
         self.replica_manager.add_role_listener(self.replica_fetchers.on_role_change)
         self.replica_manager.startup()
         self.replica_fetchers.start()
+        self._start_log_cleaner(self.replica_manager)
         # A snapshot fetched while running replaces the loader's image: the replica manager
         # follows it before it hears of the changes, or it would decide on the old one.
         self.loader.add_publisher(self._follow_image)
         self.loader.add_publisher(self.replica_manager.on_metadata_changes)
         self._apply_fault_delays()
         self.loader.add_publisher(self._on_fault_configs)
+        self.loader.add_publisher(self._forget_removed_topics)
         if self.quorum_controller is not None and sole:
             # A lone node creates a topic's logs before committing it, so a topic its disk
             # cannot hold is refused; a cluster's brokers create them as the metadata applies.
@@ -333,6 +396,51 @@ class Broker:
             self.controller, self.node_id, lambda: self.broker_epoch
         )
         await self.socket_server.serve([name for name, _, _ in client_listeners])
+
+    def _start_log_cleaner(self, rm: ReplicaManager) -> None:
+        """The cleaner threads (log.cleaner.enable): they clean below each partition's high
+        watermark, and hand their log changes to this loop."""
+        config = CleanerConfig.from_server_config(self.config)
+        if not config.enabled or config.threads <= 0:
+            return
+        loop = asyncio.get_running_loop()
+
+        def on_loop(fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+            def run() -> None:
+                if not future.set_running_or_notify_cancel():
+                    return  # the cleaner stopped waiting for it
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:
+                    future.set_exception(exc)
+
+            loop.call_soon_threadsafe(run)
+            return future
+
+        def high_watermark(tp: tuple[str, int]) -> int | None:
+            partition = rm.partitions.get(tp)
+            return None if partition is None else partition.high_watermark
+
+        self.log_cleaner = LogCleaner(
+            self.log_manager,
+            config,
+            run_on_log_thread=on_loop,
+            high_watermark=high_watermark,
+            now_ms=self.clock,
+        )
+        # A cleaner thread holds the GIL while it decodes and maps records; the event loop,
+        # waiting for it, gets it back after the interpreter's switch interval (5 ms by
+        # default). 1 ms cut the produce latency p50 while a log is cleaned from 4.8 ms to
+        # 0.8 ms (bench/log_cleaner.py); without contention the interval costs nothing.
+        sys.setswitchinterval(min(sys.getswitchinterval(), _CLEANER_SWITCH_INTERVAL_S))
+        self.log_cleaner.start()
+
+    async def _stop_log_cleaner(self) -> None:
+        if self.log_cleaner is not None:
+            # Off the loop: a cleaner thread may be waiting for it to swap a segment in.
+            await asyncio.to_thread(self.log_cleaner.stop)
 
     def _replica_fetcher_manager(self, rm: ReplicaManager) -> ReplicaFetcherManager:
         cfg = self.config
@@ -349,6 +457,7 @@ class Broker:
                 settings,
                 backoff_ms=int(cfg["replica.fetch.backoff.ms"]),
                 request_timeout_ms=int(cfg["request.timeout.ms"]),
+                security=self.inter_broker_security,
             ),
             int(cfg["num.replica.fetchers"]),
             image=lambda: self.image,
@@ -357,6 +466,7 @@ class Broker:
             delay_ms=lambda: self.fault_follower_fetch_delay_ms,
             clock=self.clock,
             hosted=rm.partitions.get,
+            replicated=self.counters.replicated,
         )
 
     def _on_log_dir_failure(self, directory: Path) -> None:
@@ -377,6 +487,12 @@ class Broker:
                 "answering with KAFKA_STORAGE_ERROR until it is restarted",
                 ", ".join(map(str, self.log_manager.log_dirs)),
             )
+
+    def _forget_removed_topics(self, changes: list[Change]) -> None:
+        """A deleted topic's counters go with it, as Kafka removes its BrokerTopicMetrics."""
+        for change in changes:
+            if isinstance(change, TopicRemoved):
+                self.counters.forget_topic(change.topic.name)
 
     def _on_fault_configs(self, changes: list[Change]) -> None:
         if faults.concerns_node(changes, self.node_id):
@@ -403,6 +519,8 @@ class Broker:
     async def stop(self) -> None:
         # Background jobs finish what they are doing (a checkpoint half-written by a worker
         # thread must not race the final one), then stop.
+        if self.metrics is not None:
+            await self.metrics.stop()
         self._stopping.set()
         await asyncio.gather(*self._tasks)
         if self.lifecycle is not None:
@@ -417,6 +535,7 @@ class Broker:
             await self.txn_coordinator.stop()
         if self.replica_fetchers is not None:
             await self.replica_fetchers.stop()  # no append may race the logs closing
+        await self._stop_log_cleaner()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
         if isinstance(self.controller, ControllerRouter) and self.controller.remote is not None:
@@ -441,6 +560,7 @@ class Broker:
             task.cancel()
         if self.replica_fetchers is not None:
             await self.replica_fetchers.stop()
+        await self._stop_log_cleaner()
         if self.lifecycle is not None:
             await self.lifecycle.stop()
         if self.raft is not None:
@@ -449,6 +569,8 @@ class Broker:
         if isinstance(self.controller, ControllerRouter) and self.controller.remote is not None:
             self.controller.remote.close()
         self.log_manager.close_files()
+        if self.metrics is not None:
+            await self.metrics.stop()
         log.info("Brook node %d stopped without finishing its start", self.node_id)
 
     async def _controlled_shutdown(self) -> None:

@@ -52,6 +52,17 @@ def _parser() -> argparse.ArgumentParser:
     start.add_argument("--controllers", type=int, help="voters: nodes 1..C")
     start.add_argument("--brokers", type=int, help="broker-only nodes after C controllers")
     start.add_argument("--override", action="append", default=[], metavar="KEY=VALUE")
+    start.add_argument(
+        "--metrics",
+        action="store_true",
+        help="every node serves Prometheus metrics on a port of its own (see status)",
+    )
+    start.add_argument(
+        "--internal-listener",
+        action="store_true",
+        help="brokers replicate over a listener of their own, INTERNAL, which --override can "
+        "secure (listener.security.protocol.map, ssl.*, listener.name.internal.*)",
+    )
     start.add_argument("--timeout", type=float, default=60.0, help="seconds (default 60)")
     status = command("status", "each node's roles, pid, state and ports")
     status.add_argument("--json", action="store_true", help="the status as JSON")
@@ -83,6 +94,11 @@ def _start(args: argparse.Namespace) -> int:
                 f"({_describe(cluster.layout)}); start it without layout flags or use "
                 "another --dir"
             )
+        if args.metrics and any(n.metrics_url is None for n in cluster.nodes):
+            raise ClusterError(
+                f"{cluster.directory} already holds a cluster without metrics; use another "
+                "--dir to have them"
+            )
         if overrides and overrides != cluster.overrides:
             raise ClusterError(
                 f"{cluster.directory} already holds a cluster with other overrides "
@@ -95,6 +111,8 @@ def _start(args: argparse.Namespace) -> int:
             controllers=args.controllers,
             brokers=args.brokers,
             overrides=overrides,
+            metrics=args.metrics,
+            internal_listener=args.internal_listener,
         )
     print(cluster.start(args.timeout), flush=True)
     return 0

@@ -17,6 +17,9 @@ from typing import Any
 HOST = "127.0.0.1"
 BROKER_LISTENER = "PLAINTEXT"
 CONTROLLER_LISTENER = "CONTROLLER"
+# Not a Kafka listener: the port of the node's Prometheus endpoint (metrics.prometheus.listener)
+METRICS_PORT = "METRICS"
+INTERNAL_LISTENER = "INTERNAL"
 BROKER = "broker"
 CONTROLLER = "controller"
 # What the launcher writes for each node; an override of one would break the layout.
@@ -33,6 +36,7 @@ MANAGED_KEYS = frozenset(
         "inter.broker.listener.name",
         "log.dirs",
         "log.dir",
+        "metrics.prometheus.listener",
     }
 )
 
@@ -135,6 +139,12 @@ class Node:
         return self.directory / "server.log"
 
     @property
+    def metrics_url(self) -> str | None:
+        """The node's Prometheus endpoint, when the cluster was made with one."""
+        port = self.ports.get(METRICS_PORT)
+        return None if port is None else f"http://{HOST}:{port}/metrics"
+
+    @property
     def broker_address(self) -> str:
         return f"{HOST}:{self.ports[BROKER_LISTENER]}"
 
@@ -174,7 +184,9 @@ def server_properties(
     voters = ",".join(
         f"{n.node_id}@{HOST}:{n.ports[CONTROLLER_LISTENER]}" for n in nodes if n.is_controller
     )
-    listeners = [f"{name}://{HOST}:{port}" for name, port in node.ports.items()]
+    listeners = [
+        f"{name}://{HOST}:{port}" for name, port in node.ports.items() if name != METRICS_PORT
+    ]
     props = {
         "node.id": str(node.node_id),
         "process.roles": ",".join(node.roles),
@@ -183,8 +195,13 @@ def server_properties(
         "listeners": ",".join(listeners),
     }
     if node.is_broker:
-        props["inter.broker.listener.name"] = BROKER_LISTENER
+        # brokers replicate over INTERNAL when the cluster has one (--internal-listener),
+        # whose security protocol and settings come from the overrides
+        internal = INTERNAL_LISTENER in node.ports
+        props["inter.broker.listener.name"] = INTERNAL_LISTENER if internal else BROKER_LISTENER
     props["log.dirs"] = str(node.data_dir)
+    if METRICS_PORT in node.ports:
+        props["metrics.prometheus.listener"] = f"http://{HOST}:{node.ports[METRICS_PORT]}"
     # Kafka's default of 3 replicas for __consumer_offsets, or every broker of a smaller
     # cluster (groups would otherwise wait for brokers that never come)
     brokers = sum(1 for n in nodes if n.is_broker)

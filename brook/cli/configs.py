@@ -4,8 +4,14 @@
         --alter --add-config retention.ms=60000,cleanup.policy=[delete,compact]
     brook configs --bootstrap-server 127.0.0.1:9092 --describe --topic t --all
 
-Changes go through IncrementalAlterConfigs; the output lines are Kafka's (ConfigCommand).
-Quota, SCRAM, client-metrics and group entities are not served by Brook brokers.
+    brook configs --bootstrap-server 127.0.0.1:9092 --alter --entity-type users \\
+        --entity-name alice --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'
+    brook configs --bootstrap-server 127.0.0.1:9092 --describe --entity-type users
+
+Changes go through IncrementalAlterConfigs, users' SCRAM credentials through
+AlterUserScramCredentials (the password is salted here, only the salted password is sent);
+the output lines are Kafka's (ConfigCommand). Quota, client-metrics and group entities are
+not served by Brook brokers.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import argparse
 import re
 
 from brook.client.admin import Admin
+from brook.client.admin.scram import ScramDeletion, ScramUpsertion
 from brook.client.admin.types import (
     AlterConfigOp,
     AlterConfigOpType,
@@ -22,6 +29,7 @@ from brook.client.admin.types import (
     ConfigResourceType,
     ConfigSource,
 )
+from brook.protocol.errors import Errors, KafkaError
 
 from .common import (
     CommandError,
@@ -170,6 +178,66 @@ def configs_to_delete(a: argparse.Namespace) -> list[str]:
     return [name.strip() for item in a.delete_config for name in item.split(",") if name.strip()]
 
 
+SCRAM_KEYS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def scram_alterations(
+    name: str, to_add: dict[str, str], to_delete: list[str]
+) -> list[ScramUpsertion | ScramDeletion]:
+    """kafka-configs' user SCRAM syntax: ``SCRAM-SHA-256=[iterations=8192,password=...]``
+    (iterations default to 4096) and ``--delete-config SCRAM-SHA-256``."""
+    out: list[ScramUpsertion | ScramDeletion] = []
+    for key, value in to_add.items():
+        if key not in SCRAM_KEYS:
+            raise CommandError(
+                f"Invalid config {key} for users: Brook serves {', '.join(SCRAM_KEYS)} only"
+            )
+        fields = dict(
+            part.split("=", 1) if "=" in part else (part, "") for part in value.split(",")
+        )
+        if "password" not in fields or not fields["password"]:
+            raise CommandError(f"{key} needs password=...: {key}=[iterations=8192,password=...]")
+        unknown = set(fields) - {"iterations", "password"}
+        if unknown:
+            raise CommandError(f"Invalid {key} setting(s): {', '.join(sorted(unknown))}")
+        try:
+            iterations = int(fields.get("iterations", "4096"))
+        except ValueError:
+            raise CommandError(f"Invalid iterations for {key}: not a number") from None
+        out.append(ScramUpsertion(name, key, fields["password"], iterations))
+    for key in to_delete:
+        if key not in SCRAM_KEYS:
+            raise CommandError(
+                f"Invalid config {key} for users: Brook serves {', '.join(SCRAM_KEYS)} only"
+            )
+        out.append(ScramDeletion(name, key))
+    return out
+
+
+def alter_user(admin: Admin, name: str, a: argparse.Namespace) -> None:
+    if not name:
+        raise CommandError("SCRAM credentials need a user name (--entity-name)")
+    results = admin.alter_user_scram_credentials(
+        scram_alterations(name, configs_to_add(a), configs_to_delete(a))
+    )
+    error = results.get(name)
+    if error is not None:
+        raise CommandError(f"{error.message} ({error.name})")
+    print(f"Completed updating config for user {name}.")
+
+
+def describe_users(admin: Admin, name: str | None) -> None:
+    try:
+        found = admin.describe_user_scram_credentials(None if name is None else [name])
+    except KafkaError as exc:
+        if exc.code != Errors.RESOURCE_NOT_FOUND:
+            raise
+        found = {}
+    for user, infos in found.items():
+        listed = ", ".join(f"{i.mechanism}=iterations={i.iterations}" for i in infos)
+        print(f"SCRAM credential configs for user-principal '{user}' are {listed}")
+
+
 def served_type(kind: str) -> ConfigResourceType:
     rtype = SERVED.get(kind)
     if rtype is None:
@@ -281,10 +349,16 @@ def main(argv: list[str]) -> int:
         if args.alter and len(types) != len(names):
             raise CommandError("An entity name must be specified for every entity type")
         kind = types[0]
-        served_type(kind)  # refuse what Brook does not serve before connecting
+        if kind != "users":
+            served_type(kind)  # refuse what Brook does not serve before connecting
         props = client_properties(args.bootstrap_server, args.command_config)
         with Admin(props) as admin:
-            if args.alter:
+            if kind == "users":
+                if args.alter:
+                    alter_user(admin, names[0], args)
+                else:
+                    describe_users(admin, names[0] if names else None)
+            elif args.alter:
                 alter(admin, kind, names[0], args)
             else:
                 describe(admin, kind, names[0] if names else None, args.all)

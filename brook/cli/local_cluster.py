@@ -41,7 +41,9 @@ from .cluster_config import (
     CONTROLLER,
     CONTROLLER_LISTENER,
     HOST,
+    INTERNAL_LISTENER,
     MANAGED_KEYS,
+    METRICS_PORT,
     ClusterError,
     Node,
     free_ports,
@@ -151,10 +153,18 @@ class LocalCluster:
         controllers: int | None = None,
         brokers: int | None = None,
         overrides: Mapping[str, str] | None = None,
+        metrics: bool = False,
+        internal_listener: bool = False,
     ) -> LocalCluster:
         """Write a new cluster into ``directory``: each node's server.properties (checked as
         the node will check it), free loopback ports, one cluster id, every node's storage
-        formatted with it, and the state file. Nothing is started."""
+        formatted with it, and the state file. Nothing is started. ``metrics``: every node
+        serves Prometheus metrics on a port of its own (``Node.metrics_url``).
+
+        ``internal_listener``: each broker also listens on INTERNAL, the inter-broker
+        listener, so that the overrides can secure it (and the controller listener) with
+        ``listener.security.protocol.map`` and Kafka's TLS / SASL settings while clients and
+        the launcher keep the PLAINTEXT listener."""
         directory = Path(directory).resolve()
         if (directory / STATE_FILE).exists():
             raise ClusterError(f"{directory} already holds a cluster ({STATE_FILE})")
@@ -168,7 +178,9 @@ class LocalCluster:
                 node_id,
                 roles,
                 [BROKER_LISTENER] * (BROKER in roles)
-                + [CONTROLLER_LISTENER] * (CONTROLLER in roles),
+                + [INTERNAL_LISTENER] * (BROKER in roles and internal_listener)
+                + [CONTROLLER_LISTENER] * (CONTROLLER in roles)
+                + [METRICS_PORT] * metrics,
             )
             for node_id, roles in layout
         ]

@@ -22,6 +22,7 @@ from brook.config.defs import (
     between,
     one_of,
 )
+from brook.config.security import SSL_KEYS
 
 __all__ = [
     "ADMIN_CONFIG",
@@ -222,9 +223,54 @@ SECURITY_PROTOCOL = _K(
     "security.protocol",
     Type.STRING,
     "PLAINTEXT",
-    one_of("PLAINTEXT", case_insensitive=True),
-    "Protocol used to talk to brokers; only PLAINTEXT is implemented.",
+    one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL", case_insensitive=True),
+    "Protocol used to talk to brokers: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.",
 )
+# TLS: Java's names (brook/config/security.py) and librdkafka's PEM file names.
+_CLIENT_SSL = [
+    k for k in SSL_KEYS if k.name not in ("ssl.client.auth", "ssl.principal.mapping.rules")
+]
+SECURITY_KEYS = [
+    *_CLIENT_SSL,
+    _K(
+        "ssl.ca.location",
+        Type.STRING,
+        None,
+        None,
+        "librdkafka's name: PEM file of the CA certificates that sign the brokers' certificates",
+    ),
+    _K(
+        "ssl.certificate.location",
+        Type.STRING,
+        None,
+        None,
+        "librdkafka's name: PEM file of this client's certificate chain (mTLS)",
+    ),
+    _K(
+        "ssl.key.location",
+        Type.STRING,
+        None,
+        None,
+        "librdkafka's name: PEM file of this client's private key",
+    ),
+    _K(
+        "sasl.mechanism",
+        Type.STRING,
+        "GSSAPI",
+        None,
+        "SASL mechanism (Java's name): PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+    ),
+    _K("sasl.mechanisms", Type.STRING, None, None, "librdkafka's name for sasl.mechanism"),
+    _K("sasl.username", Type.STRING, None, None, "SASL user name (librdkafka's name)"),
+    _K("sasl.password", Type.PASSWORD, None, None, "SASL password (librdkafka's name)"),
+    _K(
+        "sasl.jaas.config",
+        Type.PASSWORD,
+        None,
+        None,
+        'Java\'s login: PlainLoginModule or ScramLoginModule with username="..." password="..."',
+    ),
+]
 CLIENT_DNS_LOOKUP = _K(
     "client.dns.lookup",
     Type.STRING,
@@ -366,6 +412,7 @@ _COMMON = [
     RECEIVE_BUFFER_BYTES,
     METRICS_SAMPLE_WINDOW_MS,
     METRICS_NUM_SAMPLES,
+    *SECURITY_KEYS,
 ]
 
 

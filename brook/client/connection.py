@@ -21,6 +21,8 @@ from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.framing import decode_kio, encode_kio
 from brook.protocol.primitives import skip_tagged_fields
 
+from .security import ClientSecurity
+
 __all__ = [
     "BrokerConnection",
     "NetworkError",
@@ -125,8 +127,10 @@ class BrokerConnection(asyncio.Protocol):
         connect_timeout_ms: int = 10000,
         send_buffer_bytes: int = -1,
         receive_buffer_bytes: int = -1,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.host = host
+        self.security = security
         self.port = port
         self.node_id = node_id
         self.address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -193,7 +197,14 @@ class BrokerConnection(asyncio.Protocol):
         timeout = self.connect_timeout_ms / 1000
         try:
             async with asyncio.timeout(timeout):
-                await loop.create_connection(lambda: self, self.host, self.port)
+                tls = self.security.tls if self.security is not None else None
+                await loop.create_connection(
+                    lambda: self,
+                    self.host,
+                    self.port,
+                    ssl=tls,
+                    server_hostname=self.host if tls is not None else None,
+                )
         except TimeoutError:
             self._fail(
                 f"connection to {self.address} failed: timed out after {self.connect_timeout_ms} ms"
@@ -208,6 +219,8 @@ class BrokerConnection(asyncio.Protocol):
         try:
             async with asyncio.timeout(timeout):
                 await self._handshake()
+                if self.security is not None:
+                    await self.security.authenticate(self)
         except TimeoutError:
             self._fail(
                 f"connection to {self.address} failed: no ApiVersions response within "

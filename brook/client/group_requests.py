@@ -63,6 +63,7 @@ async def connect_coordinator(network: NetworkClient, node: BrokerNode) -> Broke
         connect_timeout_ms=int(cfg["socket.connection.setup.timeout.ms"]),
         send_buffer_bytes=int(cfg["send.buffer.bytes"]),
         receive_buffer_bytes=int(cfg["receive.buffer.bytes"]),
+        security=network.security,
     )
     await conn.connect()
     return conn

@@ -15,11 +15,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from brook.protocol.api import ApiKey
-from brook.protocol.errors import KafkaError
+from brook.protocol.errors import Errors, KafkaError
 
 from .cluster import ClusterMetadata
 from .config import parse_bootstrap
 from .connection import BrokerConnection, NetworkError
+from .security import ClientSecurity
 
 __all__ = ["NetworkClient", "backoff_ms"]
 
@@ -42,6 +43,16 @@ def backoff_ms(base_ms: float, max_ms: float, attempts: int, jitter: float = 0.2
     if jitter:
         value *= random.uniform(1 - jitter, 1 + jitter)
     return value
+
+
+# SASL refusals: not retriable, so the client's creation fails with them.
+_AUTH_ERRORS = frozenset(
+    {
+        Errors.SASL_AUTHENTICATION_FAILED,
+        Errors.UNSUPPORTED_SASL_MECHANISM,
+        Errors.ILLEGAL_SASL_STATE,
+    }
+)
 
 
 class _NodeState:
@@ -72,6 +83,8 @@ class NetworkClient:
         allow_auto_topic_creation: bool = False,
     ) -> None:
         self.config = config
+        # TLS context and SASL login, built once (a bad setting fails the client's creation)
+        self.security = ClientSecurity.from_config(config)
         self.client_id: str = config["client.id"] or _generated_client_id(kind)
         self.bootstrap_servers = parse_bootstrap(config["bootstrap.servers"])
         self.cluster = ClusterMetadata()
@@ -157,6 +170,7 @@ class NetworkClient:
             connect_timeout_ms=timeout_ms,
             send_buffer_bytes=int(cfg["send.buffer.bytes"]),
             receive_buffer_bytes=int(cfg["receive.buffer.bytes"]),
+            security=self.security,
         )
 
     # -- bootstrap -------------------------------------------------------------------------
@@ -168,6 +182,7 @@ class NetworkClient:
         """
         self._check_open()
         failures: list[str] = []
+        auth_error: KafkaError | None = None
         setup_ms = int(self.config["socket.connection.setup.timeout.ms"])
         for host, port in self.bootstrap_servers:
             conn = self._new_connection(host, port, -1, setup_ms)
@@ -180,12 +195,17 @@ class NetworkClient:
             except KafkaError as exc:
                 conn.close()
                 failures.append(exc.message or str(exc))
+                if exc.code in _AUTH_ERRORS:
+                    auth_error = exc
                 continue
             self._last_refresh_attempt = self._last_refresh_success = self._now()
             self._refresh_failures = 0
             self._apply_metadata(response, topics)
             self._adopt(conn)
             return
+        if auth_error is not None:
+            # Retrying cannot help: the credentials or the mechanism were refused.
+            raise KafkaError(auth_error.code, "; ".join(failures))
         raise NetworkError(
             "could not get metadata from any of bootstrap.servers "
             f"({', '.join(_address(h, p) for h, p in self.bootstrap_servers)}): "

@@ -184,6 +184,9 @@ class Config(Mapping[str, Any]):
         self.definition = definition
         self._values = values
         self.explicit = explicit
+        # Keys whose names embed a variable part (``listener.name.<l>.<key>``), by full name;
+        # the table that owns them validates and fills them (see config/server.py).
+        self.prefixed: dict[str, Any] = {}
 
     def __getitem__(self, name: str) -> Any:
         try:

@@ -18,6 +18,7 @@ from brook.security.authorizer import (
 from brook.security.principal import KafkaPrincipal
 
 from .defs import Config, ConfigDef, ConfigError, ConfigKey, Type, at_least, between, one_of
+from .security import SASL_KEYS, SASL_MECHANISMS, SECURITY_PROTOCOLS, SSL_KEYS, check_settings
 from .topic import COMPRESSION_TYPES, LONG_MAX, SERVER_DEFAULT
 
 _K = ConfigKey
@@ -25,8 +26,11 @@ _K = ConfigKey
 # The fault-injection delays of experiments (brook/broker/faults.py), dynamic broker configs.
 PRODUCE_DELAY_KEY = "brook.fault.produce.delay.ms"
 FOLLOWER_FETCH_DELAY_KEY = "brook.fault.follower.fetch.delay.ms"
+CLEANER_SWAP_DELAY_KEY = "brook.fault.cleaner.swap.delay.ms"
 # Test only: the principal of every connection of a listener (brook/broker/listener_principals.py).
 TEST_PRINCIPALS_KEY = "brook.test.listener.principals"
+# The Prometheus endpoint (brook/metrics/endpoint.py).
+METRICS_LISTENER_KEY = "metrics.prometheus.listener"
 
 
 def _check_super_users(name: str, value: Any) -> None:
@@ -191,7 +195,8 @@ SERVER_CONFIG = ConfigDef(
             Type.LIST,
             ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"],
             None,
-            "Listener name to security protocol; only PLAINTEXT is served",
+            "Listener name to security protocol (PLAINTEXT or SSL); a listener named after a "
+            "protocol needs no entry",
         ),
         _K("broker.rack", Type.STRING, None, None, "Rack of this broker"),
         # broker lifecycle (KIP-631)
@@ -333,7 +338,80 @@ SERVER_CONFIG = ConfigDef(
             at_least(0),
             "Default delete.retention.ms",
         ),
-        _K("log.cleaner.enable", Type.BOOLEAN, True, None, "Run the log cleaner", inert=True),
+        # the log cleaner (brook/log/log_cleaner.py)
+        _K(
+            "log.cleaner.enable",
+            Type.BOOLEAN,
+            True,
+            None,
+            "Run the log cleaner, which compacts the topics with cleanup.policy=compact "
+            "(__consumer_offsets among them); without it they grow without end",
+        ),
+        _K(
+            "log.cleaner.threads",
+            Type.INT,
+            1,
+            at_least(0),
+            "Threads that clean logs, each one log at a time, off the event loop",
+        ),
+        _K(
+            "log.cleaner.backoff.ms",
+            Type.LONG,
+            15000,
+            at_least(0),
+            "How long a cleaner thread sleeps when no log needs cleaning",
+        ),
+        _K(
+            "log.cleaner.dedupe.buffer.size",
+            Type.LONG,
+            134217728,
+            None,
+            "Memory the cleaner threads' offset maps (key -> latest offset) may take, shared "
+            "between the threads; a log with more distinct keys in its dirty part than a map "
+            "holds is cleaned in several passes",
+        ),
+        _K(
+            "log.cleaner.io.buffer.size",
+            Type.INT,
+            524288,
+            at_least(0),
+            "Read buffers of the cleaner threads, shared between them (grown for a larger batch)",
+        ),
+        _K(
+            "log.cleaner.io.buffer.load.factor",
+            Type.DOUBLE,
+            0.9,
+            None,
+            "How full an offset map may get before the cleaning pass stops mapping keys",
+        ),
+        _K(
+            "log.cleaner.io.max.bytes.per.second",
+            Type.DOUBLE,
+            1.7976931348623157e308,
+            None,
+            "The cleaner threads together read and write at most this many bytes a second",
+        ),
+        _K(
+            "log.cleaner.min.cleanable.ratio",
+            Type.DOUBLE,
+            0.5,
+            between(0, 1),
+            "Default min.cleanable.dirty.ratio",
+        ),
+        _K(
+            "log.cleaner.min.compaction.lag.ms",
+            Type.LONG,
+            0,
+            at_least(0),
+            "Default min.compaction.lag.ms",
+        ),
+        _K(
+            "log.cleaner.max.compaction.lag.ms",
+            Type.LONG,
+            LONG_MAX,
+            at_least(1),
+            "Default max.compaction.lag.ms",
+        ),
         _K(
             "log.message.timestamp.type",
             Type.STRING,
@@ -637,6 +715,15 @@ SERVER_CONFIG = ConfigDef(
         _K("group.min.session.timeout.ms", Type.INT, 6000, None, "Smallest session timeout"),
         _K("group.max.session.timeout.ms", Type.INT, 1800000, None, "Largest session timeout"),
         _K("group.max.size", Type.INT, 2**31 - 1, at_least(1), "Most members in a group"),
+        # metrics
+        _K(
+            METRICS_LISTENER_KEY,
+            Type.STRING,
+            None,
+            lambda name, value: parse_metrics_listener(name, value),
+            "Where the Prometheus endpoint listens, as http://host:port (metrics at /metrics); "
+            "unset or empty: no endpoint",
+        ),
         # experiments
         _K(
             PRODUCE_DELAY_KEY,
@@ -645,6 +732,14 @@ SERVER_CONFIG = ConfigDef(
             at_least(0),
             "Fault injection: delay every produce response by this much (for experiments); "
             "a dynamic broker config, changed at run time through IncrementalAlterConfigs",
+        ),
+        _K(
+            CLEANER_SWAP_DELAY_KEY,
+            Type.INT,
+            0,
+            at_least(0),
+            "Fault injection: the log cleaner waits this long with each cleaned segment "
+            "written and synced, before swapping it in (for crash tests); static",
         ),
         _K(
             FOLLOWER_FETCH_DELAY_KEY,
@@ -684,10 +779,13 @@ SERVER_CONFIG = ConfigDef(
             Type.LIST,
             [],
             _check_test_principals,
-            "Test only, until SASL and TLS authenticate connections: LISTENER=Type:name pairs "
+            "Test only: LISTENER=Type:name pairs "
             "giving every connection of a PLAINTEXT listener that principal instead of "
             "User:ANONYMOUS",
         ),
+        # TLS and SASL (brook/config/security.py; per listener as listener.name.<l>.<key>)
+        *SSL_KEYS,
+        *SASL_KEYS,
         # accepted for compatibility, no effect
         *(
             _K(name, t, default, None, "Accepted for compatibility; no effect in Brook", inert=True)
@@ -716,8 +814,22 @@ QUICKSTART_DEFAULTS: dict[str, str] = {
 }
 
 
+LISTENER_PREFIX = "listener.name."
+# Keys a listener may override (Kafka's listener-prefixed configs this node reads).
+_LISTENER_KEYS = frozenset(
+    [key.name for key in SSL_KEYS]
+    + ["sasl.enabled.mechanisms", "sasl.server.max.receive.size", "connections.max.reauth.ms"]
+)
+# listener.name.<l>.<mechanism>.<key>: the JAAS configuration of one mechanism.
+_MECHANISM_KEYS = frozenset(["sasl.jaas.config"])
+
+
 def parse_server_config(props: dict[str, Any]) -> Config:
-    cfg = SERVER_CONFIG.parse(props)
+    plain = {k: v for k, v in props.items() if not k.startswith(LISTENER_PREFIX)}
+    cfg = SERVER_CONFIG.parse(plain)
+    cfg.prefixed = _parse_listener_overrides(
+        {k: v for k, v in props.items() if k.startswith(LISTENER_PREFIX)}
+    )
     for listener in cfg["listeners"]:
         parse_listener(listener)
     for listener in cfg["advertised.listeners"] or []:
@@ -727,7 +839,18 @@ def parse_server_config(props: dict[str, Any]) -> Config:
     _check_security_protocols(cfg)
     _check_roles(cfg)
     _check_queued_bytes(cfg)
+    _check_cleaner_buffer(cfg)
     return cfg
+
+
+def _check_cleaner_buffer(cfg: Config) -> None:
+    """Kafka's rule: each cleaner thread's offset map gets at least 1 MiB."""
+    threads, size = cfg["log.cleaner.threads"], cfg["log.cleaner.dedupe.buffer.size"]
+    if cfg["log.cleaner.enable"] and threads > 0 and size / threads <= 1024 * 1024:
+        raise ConfigError(
+            f"Invalid value {size} for configuration log.cleaner.dedupe.buffer.size: must be "
+            f"at least 1MB per cleaner thread ({threads} threads)"
+        )
 
 
 def _check_queued_bytes(cfg: Config) -> None:
@@ -740,11 +863,51 @@ def _check_queued_bytes(cfg: Config) -> None:
         )
 
 
-_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SERVED_PROTOCOLS = SECURITY_PROTOCOLS
+TLS_PROTOCOLS = ("SSL", "SASL_SSL")
+SASL_PROTOCOLS = ("SASL_PLAINTEXT", "SASL_SSL")
+SERVED_MECHANISMS = SASL_MECHANISMS
 
 
-def _check_security_protocols(cfg: Config) -> None:
-    """Refuse a listener that would need TLS or SASL rather than serve it in plain text."""
+def _parse_listener_overrides(props: dict[str, Any]) -> dict[str, Any]:
+    """``listener.name.<l>.<key>`` entries, each value checked as ``<key>`` is; the listener
+    name is kept in lower case, as Kafka's ``ListenerName.configPrefix``."""
+    parsed: dict[str, Any] = {}
+    for full, raw in props.items():
+        listener, dot, key = full[len(LISTENER_PREFIX) :].partition(".")
+        mechanism, _, mech_key = key.partition(".")
+        if mech_key in _MECHANISM_KEYS and mechanism.upper() in _MECHANISM_PREFIXES:
+            key = f"{mechanism.lower()}.{mech_key}"
+            value = SERVER_CONFIG.parse_one(mech_key, raw)
+        elif dot and listener and key in _LISTENER_KEYS:
+            value = SERVER_CONFIG.parse_one(key, raw)
+        else:
+            raise ConfigError(f"Unknown server configuration '{full}'")
+        parsed[f"{LISTENER_PREFIX}{listener.lower()}.{key}"] = value
+    return parsed
+
+
+# Mechanisms whose JAAS configuration a listener may carry (Kafka's names, lower case in keys).
+_MECHANISM_PREFIXES = frozenset([*SASL_MECHANISMS, "GSSAPI", "OAUTHBEARER"])
+
+
+def jaas_config(cfg: Config, listener: str, mechanism: str) -> str | None:
+    """``listener.name.<listener>.<mechanism>.sasl.jaas.config``, as Kafka's broker reads
+    its server-side JAAS configuration."""
+    return cfg.prefixed.get(
+        f"{LISTENER_PREFIX}{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    )
+
+
+def listener_value(cfg: Config, listener: str, key: str) -> Any:
+    """``key`` as ``listener`` sees it: its ``listener.name.<l>.`` override, else the value."""
+    full = f"{LISTENER_PREFIX}{listener.lower()}.{key}"
+    return cfg.prefixed[full] if full in cfg.prefixed else cfg[key]
+
+
+def security_protocols(cfg: Config) -> dict[str, str]:
+    """Listener name -> security protocol, from listener.security.protocol.map (a listener
+    named after a protocol needs no entry)."""
     protocols = {}
     for entry in cfg["listener.security.protocol.map"]:
         name, sep, protocol = entry.partition(":")
@@ -753,21 +916,113 @@ def _check_security_protocols(cfg: Config) -> None:
                 f"Invalid value {entry} for configuration listener.security.protocol.map: "
                 "expected NAME:PROTOCOL"
             )
-        protocols[name.strip().upper()] = protocol.strip().upper()
+        protocol = protocol.strip().upper()
+        if protocol not in SECURITY_PROTOCOLS:
+            raise ConfigError(
+                f"Invalid value {entry} for configuration listener.security.protocol.map: "
+                f"{protocol} is not one of {', '.join(SECURITY_PROTOCOLS)}"
+            )
+        protocols[name.strip().upper()] = protocol
     for text in cfg["listeners"]:
         name = parse_listener(text)[0]
-        protocol = protocols.get(name, name if name in _SECURITY_PROTOCOLS else None)
+        if name not in protocols and name in SECURITY_PROTOCOLS:
+            protocols[name] = name
+    return protocols
+
+
+def _check_security_protocols(cfg: Config) -> None:
+    """Every listener has a protocol this node serves; refused otherwise rather than served
+    in plain text."""
+    protocols = security_protocols(cfg)
+    for text in cfg["listeners"]:
+        name = parse_listener(text)[0]
+        protocol = protocols.get(name)
         if protocol is None:
             raise ConfigError(
                 f"Invalid value {text} for configuration listeners: listener {name} has no "
                 "security protocol in listener.security.protocol.map"
             )
-        if protocol != "PLAINTEXT":
+        if protocol not in SERVED_PROTOCOLS:
             raise ConfigError(
                 f"Invalid value {text} for configuration listeners: listener {name} uses "
-                f"{protocol}, and Brook serves PLAINTEXT only (see "
+                f"{protocol}, and Brook serves {' and '.join(SERVED_PROTOCOLS)} only (see "
                 "listener.security.protocol.map)"
             )
+        if protocol in TLS_PROTOCOLS:
+            check_settings(
+                lambda key, name=name: listener_value(cfg, name, key),
+                f"listener {name}",
+                server=True,
+            )
+        if protocol in SASL_PROTOCOLS:
+            _check_sasl_listener(cfg, name)
+    if cfg["inter.broker.listener.name"] and "security.inter.broker.protocol" in cfg.explicit:
+        raise ConfigError(
+            "Only one of inter.broker.listener.name and security.inter.broker.protocol should "
+            "be set."
+        )
+    _check_node_links(cfg, protocols)
+
+
+def inter_broker_listener(cfg: Config) -> str | None:
+    """The listener brokers use to reach each other: inter.broker.listener.name, else the
+    listener named by an explicit security.inter.broker.protocol, else the first broker
+    listener."""
+    if cfg["inter.broker.listener.name"]:
+        return str(cfg["inter.broker.listener.name"]).upper()
+    if "security.inter.broker.protocol" in cfg.explicit:
+        return str(cfg["security.inter.broker.protocol"]).upper()
+    controller = {n.upper() for n in cfg["controller.listener.names"]}
+    names = [parse_listener(text)[0] for text in cfg["listeners"]]
+    return next((n for n in names if n not in controller), None)
+
+
+def _check_node_links(cfg: Config, protocols: dict[str, str]) -> None:
+    """A node of a cluster logs in to the others' controller and inter-broker listeners with
+    the username and password of that listener's JAAS configuration for the link's mechanism
+    (sasl.mechanism.controller.protocol, sasl.mechanism.inter.broker.protocol), as Kafka's
+    brokers do: without them the cluster could not talk to itself, so the start is refused."""
+    from brook.security.jaas import parse_jaas
+
+    if not voters(cfg) or is_sole_voter(cfg):
+        return
+    controller = (cfg["controller.listener.names"] or [None])[0]
+    links = (
+        (controller, "sasl.mechanism.controller.protocol"),
+        (inter_broker_listener(cfg), "sasl.mechanism.inter.broker.protocol"),
+    )
+    for name, key in links:
+        if name is None or protocols.get(name.upper(), "PLAINTEXT") not in SASL_PROTOCOLS:
+            continue
+        mechanism = str(cfg[key]).upper()
+        where = f"listener.name.{name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+        text = jaas_config(cfg, name, mechanism)
+        entry = parse_jaas(text, where) if text else None
+        if mechanism not in SASL_MECHANISMS or entry is None or not entry.username:
+            raise ConfigError(
+                f"listener {name} uses {protocols[name.upper()]}: this node logs in to the "
+                f"other nodes' {name} listeners with {key}={mechanism} and the username and "
+                f"password of {where}"
+            )
+
+
+def _check_sasl_listener(cfg: Config, name: str) -> None:
+    """Kafka's start-up checks of a SASL listener: every enabled mechanism is one this node
+    serves, and PLAIN has its JAAS configuration (SCRAM's users live in the metadata)."""
+    mechanisms = listener_value(cfg, name, "sasl.enabled.mechanisms")
+    if not mechanisms:
+        raise ConfigError(f"listener {name} uses SASL: sasl.enabled.mechanisms is empty")
+    for mechanism in mechanisms:
+        if mechanism not in SERVED_MECHANISMS:
+            raise ConfigError(
+                f"Invalid value {mechanism} for configuration sasl.enabled.mechanisms (listener "
+                f"{name}): Brook serves {', '.join(SERVED_MECHANISMS)}"
+            )
+    if "PLAIN" in mechanisms and jaas_config(cfg, name, "PLAIN") is None:
+        raise ConfigError(
+            f"listener {name} enables PLAIN and has no JAAS configuration: set "
+            f"listener.name.{name.lower()}.plain.sasl.jaas.config"
+        )
 
 
 def parse_voters(entries: list[str]) -> dict[int, tuple[str, int]]:
@@ -847,6 +1102,26 @@ def _check_roles(cfg: Config) -> None:
     broker_listeners = [n for n in listener_names if n not in controller_names]
     if "broker" in given and not broker_listeners and not is_sole_voter(cfg):
         raise ConfigError("listeners must include a broker listener on a broker")
+
+
+def parse_metrics_listener(name: str, value: str | None) -> tuple[str, int]:
+    """``http://host:port`` -> (host, port); port 0 takes a free one. Anything else (another
+    scheme, no host or port, a path) is refused with the key's name."""
+    if not value:
+        return ("", 0)
+    scheme, sep, rest = value.partition("://")
+    host, colon, port = rest.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if sep == "" or scheme.lower() != "http" or not colon or not host or "/" in rest:
+        raise ConfigError(
+            f"Invalid value {value} for configuration {name}: expected http://host:port"
+        )
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ConfigError(
+            f"Invalid value {value} for configuration {name}: the port must be a number "
+            "in [0, 65535]"
+        )
+    return host, int(port)
 
 
 def parse_listener(text: str) -> tuple[str, str, int]:

@@ -24,10 +24,13 @@ SERVER_DEFAULT: dict[str, str] = {
     "flush.messages": "log.flush.interval.messages",
     "flush.ms": "log.flush.interval.ms",
     "index.interval.bytes": "log.index.interval.bytes",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
     "max.message.bytes": "message.max.bytes",
     "message.timestamp.type": "log.message.timestamp.type",
     "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
     "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
     "min.insync.replicas": "min.insync.replicas",
     "preallocate": "log.preallocate",
     "retention.bytes": "log.retention.bytes",
@@ -47,7 +50,8 @@ TOPIC_CONFIG = ConfigDef(
             Type.LIST,
             ["delete"],
             one_of("delete", "compact"),
-            "delete: old segments are removed by retention; compact: keep the last value per key",
+            "delete: old segments are removed by retention; compact: the log cleaner keeps the "
+            "latest record of each key (both: compacted, and old segments removed by retention)",
         ),
         ConfigKey(
             "compression.type",
@@ -61,7 +65,8 @@ TOPIC_CONFIG = ConfigDef(
             Type.LONG,
             86400000,
             at_least(0),
-            "How long delete tombstones are retained on compacted topics",
+            "How long a compacted topic keeps a tombstone (a record with a null value) after "
+            "the cleaning that first saw it, so consumers reading the log see the delete",
         ),
         ConfigKey(
             "file.delete.delay.ms",
@@ -124,24 +129,24 @@ TOPIC_CONFIG = ConfigDef(
             Type.DOUBLE,
             0.5,
             between(0, 1),
-            "Compaction trigger ratio (accepted; compaction is not implemented)",
-            inert=True,
+            "The log cleaner cleans a compacted log once its dirty part (written since the last "
+            "cleaning) is more than this fraction of the log",
         ),
         ConfigKey(
             "min.compaction.lag.ms",
             Type.LONG,
             0,
             at_least(0),
-            "Minimum age before a record may be compacted",
-            inert=True,
+            "A record stays uncompacted at least this long (a segment is cleaned only once its "
+            "newest record is this old)",
         ),
         ConfigKey(
             "max.compaction.lag.ms",
             Type.LONG,
             LONG_MAX,
             at_least(1),
-            "Maximum age before a record must be compacted",
-            inert=True,
+            "A record is compacted at the latest this long after it was written: its segment "
+            "is rolled and cleaned whatever the dirty ratio",
         ),
         ConfigKey(
             "min.insync.replicas",
@@ -190,7 +195,12 @@ TOPIC_CONFIG = ConfigDef(
             "Random jitter subtracted from segment.ms",
         ),
         ConfigKey(
-            "segment.ms", Type.LONG, 604800000, at_least(1), "Roll a new segment after this long"
+            "segment.ms",
+            Type.LONG,
+            604800000,
+            at_least(1),
+            "Roll a new segment after this long (the active segment of a compacted topic is "
+            "never cleaned, so this also bounds how long its records wait for compaction)",
         ),
         ConfigKey(
             "unclean.leader.election.enable",

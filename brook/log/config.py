@@ -32,6 +32,10 @@ class LogConfig:
     compression_type: str
     min_insync_replicas: int
     quorum_required_acks: int
+    delete_retention_ms: int
+    min_cleanable_dirty_ratio: float
+    min_compaction_lag_ms: int
+    max_compaction_lag_ms: int
 
     @classmethod
     def from_topic_config(cls, values: Mapping[str, Any]) -> LogConfig:
@@ -61,6 +65,10 @@ class LogConfig:
             compression_type=get("compression.type"),
             min_insync_replicas=get("min.insync.replicas"),
             quorum_required_acks=get("quorum.required.acks"),
+            delete_retention_ms=get("delete.retention.ms"),
+            min_cleanable_dirty_ratio=get("min.cleanable.dirty.ratio"),
+            min_compaction_lag_ms=get("min.compaction.lag.ms"),
+            max_compaction_lag_ms=get("max.compaction.lag.ms"),
         )
 
     @property
@@ -76,6 +84,15 @@ class LogConfig:
     def delete_enabled(self) -> bool:
         """Whether retention by time and size applies (``cleanup.policy`` includes delete)."""
         return "delete" in self.cleanup_policy
+
+    @property
+    def roll_ms(self) -> int:
+        """How long a segment stays active (Kafka's maxSegmentMs): segment.ms, and for a
+        compacted log at most max.compaction.lag.ms, since the active segment is never
+        cleaned and its records would otherwise wait past that lag."""
+        if self.compacted:
+            return min(self.segment_ms, self.max_compaction_lag_ms)
+        return self.segment_ms
 
     def random_segment_jitter(self) -> int:
         """A new segment's share of segment.jitter.ms, so partitions do not all roll at once."""

@@ -1,6 +1,7 @@
-"""Opening a partition directory (Kafka's ``LogLoader``): clear leftovers of interrupted work,
-check or rebuild each segment's indexes, and after an unclean shutdown re-validate every batch
-from the recovery point, cutting the log at the first damaged one and dropping all after it.
+"""Opening a partition directory (Kafka's ``LogLoader``): complete a swap of cleaned segments
+that a crash interrupted (swap.py) and clear other leftovers of interrupted work, check or
+rebuild each segment's indexes, and after an unclean shutdown re-validate every batch from
+the recovery point, cutting the log at the first damaged one and dropping all after it.
 """
 
 from __future__ import annotations
@@ -27,13 +28,14 @@ from .segment import (
     LogSegment,
     delete_segment_files,
 )
+from .swap import complete_interrupted_swaps
 from .txn_index import TXN_INDEX_SUFFIX
 
 log = logging.getLogger(__name__)
 
-# Kafka's suffixes for files of compaction and segment replacement; Brook never leaves them
-# complete, so any found belong to work that a crash interrupted.
-_LEFTOVER_SUFFIXES = (TMP_SUFFIX, DELETED_SUFFIX, ".cleaned", ".swap")
+# Files of a replacement or deletion that a crash interrupted (the swap's own are handled by
+# swap.complete_interrupted_swaps first).
+_LEFTOVER_SUFFIXES = (TMP_SUFFIX, DELETED_SUFFIX)
 
 
 @dataclass
@@ -118,6 +120,8 @@ class LogLoader:
     def _load(self, segments: list[LogSegment]) -> LoadedLog:
         """``load``, collecting the segments it opens in ``segments``."""
         names = os.listdir(self.dir)
+        if complete_interrupted_swaps(self.dir, names):
+            names = os.listdir(self.dir)
         bases = segment_base_offsets(self.dir, names)
         _remove_leftovers(self.dir, set(bases), names)
         cache = self.epoch_cache
@@ -133,9 +137,12 @@ class LogLoader:
             cache.truncate_from_end(bases[first_unflushed], flush=False)
 
         for i, base in enumerate(bases):
-            if segments and segments[-1].next_offset != base:
+            # A segment may start past its predecessor's end (a follower rolls at the base
+            # offset of a batch a cleaned leader sent after a gap, as Kafka's does), never
+            # before it: overlapping offsets are damage.
+            if segments and base < segments[-1].next_offset:
                 log.warning(
-                    "%s: segment %d does not follow offset %d; dropping it and later segments",
+                    "%s: segment %d overlaps offset %d; dropping it and later segments",
                     self.dir,
                     base,
                     segments[-1].next_offset,
@@ -145,8 +152,11 @@ class LogLoader:
             segment = LogSegment.with_config(
                 self.dir, base, self.config, self.now_ms, create=False, files=self.files
             )
+            following = bases[i + 1] if i + 1 < len(bases) else None
             try:
-                truncated = self._load_segment(segment, i >= first_unflushed, rebuild_epochs)
+                truncated = self._load_segment(
+                    segment, i >= first_unflushed, rebuild_epochs, following
+                )
             except BaseException:
                 segment.close()
                 raise
@@ -193,8 +203,15 @@ class LogLoader:
             recovered_from=self._recovered_from,
         )
 
-    def _load_segment(self, segment: LogSegment, unflushed: bool, rebuild_epochs: bool) -> int:
-        """Check or recover one segment; returns the bytes recovery cut off."""
+    def _load_segment(
+        self,
+        segment: LogSegment,
+        unflushed: bool,
+        rebuild_epochs: bool,
+        following: int | None,
+    ) -> int:
+        """Check or recover one segment (whose batches end by ``following``, the next
+        segment's base offset, if there is one); returns the bytes recovery cut off."""
         assign = self._assign_epoch if unflushed or rebuild_epochs else None
         if not unflushed:
             try:
@@ -208,7 +225,7 @@ class LogLoader:
                 return 0
         if self._recovered_from is None:
             self._recovered_from = segment.base_offset
-        return segment.recover(assign)
+        return segment.recover(assign, following)
 
     def _assign_epoch(self, header: BatchHeader) -> None:
         epoch = header.partition_leader_epoch

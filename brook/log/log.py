@@ -12,7 +12,7 @@ import threading
 import time
 import uuid
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
@@ -42,10 +42,18 @@ from .dir_failure import LogDirFailureChannel, offline_error
 from .epoch_cache import LeaderEpochCache
 from .file_pool import FilePool, shared_pool
 from .loader import LogLoader
+from .offset_index import CorruptIndexError
 from .producer_state import CompletedTxn, ProducerStateManager
 from .record_errors import TIMESTAMPS_REJECTED, TimestampRule, record_validation_error
-from .segment import LogSegment
+from .segment import (
+    MAX_RELATIVE_OFFSET,
+    CorruptSegmentError,
+    LogSegment,
+    SegmentView,
+    delete_segment_files,
+)
 from .span import StoredSpan
+from .swap import CleanedFiles
 from .time_index import NO_TIMESTAMP
 from .txn_index import AbortedTxn
 
@@ -167,6 +175,9 @@ class PartitionLog:
         # next offset -> (segment, position) where recent reads ended: sequential fetches
         # continue there without an index lookup and header scan.
         self._read_cache: dict[int, tuple[LogSegment, int]] = {}
+        # Told the offset a truncation cut the log back to (the cleaner's checkpoint must not
+        # stay above it: records written there again are dirty).
+        self.on_truncated: Callable[[PartitionLog, int], None] | None = None
 
     @classmethod
     def open(
@@ -404,7 +415,8 @@ class PartitionLog:
     @_storage_io("appending records to")
     def append_as_follower(self, records: bytes) -> AppendResult:
         """Append a leader's batches as they are (offsets, epochs, timestamps), after checking
-        each one's CRC and that they continue this log's end offset."""
+        each one's CRC and that its offsets come after this log's end offset (they may skip
+        some: the leader's log is compacted, as Kafka's follower accepts)."""
         view = memoryview(records)
         size = len(view)
         headers: list[tuple[int, BatchHeader]] = []
@@ -416,10 +428,10 @@ class PartitionLog:
                 header = check_batch(view, pos, size)
             except CorruptBatch as exc:
                 raise KafkaError(Errors.CORRUPT_MESSAGE, str(exc)) from None
-            if header.base_offset != expected:
+            if header.base_offset < expected:
                 raise KafkaError(
                     Errors.INVALID_RECORD,
-                    f"batch at offset {header.base_offset} does not follow offset {expected}",
+                    f"batch at offset {header.base_offset} is below offset {expected}",
                 )
             if header.size > self.config.segment_bytes:
                 raise KafkaError(
@@ -446,7 +458,9 @@ class PartitionLog:
             max_ts = max(h.max_timestamp for _, h in part)
             segment = self._segments[-1]
             if segment.should_roll(end - start, max_ts, last, now, self.config):
-                segment = self._roll(now)
+                # At the first batch's base offset, as Kafka's follower rolls: past a gap
+                # the log end's relative offsets might not reach the batches.
+                segment = self._roll(now, part[0][1].base_offset)
             for _, header in part:  # epochs before the batches, as in append_as_leader
                 epoch = header.partition_leader_epoch
                 latest = self.epoch_cache.latest_epoch()
@@ -475,25 +489,47 @@ class PartitionLog:
     def _segment_sized_runs(
         self, headers: list[tuple[int, BatchHeader]]
     ) -> Iterator[list[tuple[int, BatchHeader]]]:
-        """Consecutive batches grouped so that each group fits in one segment."""
+        """Consecutive batches grouped so that each group fits in one segment: in its bytes,
+        and in the relative offsets from its first batch (offsets may skip)."""
         limit = self.config.segment_bytes
         run: list[tuple[int, BatchHeader]] = []
         run_bytes = 0
         for item in headers:
-            if run and run_bytes + item[1].size > limit:
+            if run and (
+                run_bytes + item[1].size > limit
+                or item[1].last_offset - run[0][1].base_offset > MAX_RELATIVE_OFFSET
+            ):
                 yield run
                 run, run_bytes = [], 0
             run.append(item)
             run_bytes += item[1].size
         yield run
 
-    def _roll(self, now: int) -> LogSegment:
-        """Start a new active segment at the log end (the old one must not be empty)."""
+    @_storage_io("rolling")
+    def roll(self, now_ms: int) -> None:
+        """Start a new active segment now (Kafka's ``UnifiedLog.roll``), unless the active
+        one is empty."""
+        if self._segments[-1].size:
+            self._roll(now_ms)
+
+    def _roll(self, now: int, next_offset: int | None = None) -> LogSegment:
+        """Start a new active segment at the log end, or at ``next_offset`` (the next
+        batch's base) when it is past it. An empty active segment (rolled only for a batch
+        past a gap wider than its relative offsets reach) is replaced, as Kafka's roll does."""
         old = self._segments[-1]
-        old.on_become_inactive()
+        base = self.log_end_offset if next_offset is None else max(next_offset, self.log_end_offset)
         segment = LogSegment.with_config(
-            self.dir, self.log_end_offset, self.config, now, create=True, files=self.files
+            self.dir, base, self.config, now, create=True, files=self.files
         )
+        if not old.size:
+            with self._lock:
+                self._segments[-1] = segment
+                self._bases[-1] = base
+                self._read_cache.clear()
+                self._unsynced_paths.add(self.dir)
+            old.delete()
+            return segment
+        old.on_become_inactive()
         with self._lock:
             self._segments.append(segment)
             self._bases.append(segment.base_offset)
@@ -634,6 +670,8 @@ class PartitionLog:
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self.epoch_cache.truncate_from_end(self.log_end_offset)
         self._rebuild_producer_state()
+        if self.on_truncated is not None:
+            self.on_truncated(self, self.log_end_offset)
 
     @_storage_io("truncating")
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -653,6 +691,8 @@ class PartitionLog:
         self.log_start_offset = self.log_end_offset = self.recovery_point = offset
         self.epoch_cache.clear()
         self.producer_state.truncate_fully(offset)
+        if self.on_truncated is not None:
+            self.on_truncated(self, offset)
 
     @_storage_io("moving the log start offset of")
     def maybe_increment_log_start_offset(self, offset: int) -> None:
@@ -832,6 +872,77 @@ class PartitionLog:
             self.epoch_cache.truncate_from_start(first_base)
         self.producer_state.delete_snapshots_before(first_base)
         return len(doomed)
+
+    # ------------------------------------------------------------------ compaction
+    def cleanable_segments(self) -> tuple[list[SegmentView], int]:
+        """Views of every segment but the active one (which is never cleaned), and the
+        active segment's base offset. On the log's thread."""
+        segments = self._segments
+        return [s.view() for s in segments[:-1]], segments[-1].base_offset
+
+    def producer_last_offsets(self) -> dict[int, int]:
+        """Each producer's last offset: the cleaner keeps the batch ending there (empty if
+        need be), since it holds the producer's last sequence. On the log's thread."""
+        return {
+            pid: entry.batches[-1].last_offset
+            for pid, entry in self.producer_state.producers.items()
+            if entry.batches
+        }
+
+    @_storage_io("replacing cleaned segments of")
+    def replace_segments(
+        self,
+        old: Sequence[SegmentView],
+        cleaned: CleanedFiles,
+        on_step: Callable[[str], None] | None = None,
+    ) -> bool:
+        """Swap the cleaned segment (written and synced as ``cleaned``) in for the segments
+        ``old`` (swap.py's protocol), on the log's thread. Refused (False, the cleaned files
+        removed) unless ``old`` are still consecutive segments of this log, none the active
+        one, none truncated, appended to or deleted since they were read.
+
+        The old segments are closed, so a ``StoredSpan`` being sent from one of them fails
+        (the client fetches again) as after retention. ``on_step`` is called after each step
+        of the protocol (crash tests)."""
+        segments = self._segments
+        first = old[0].segment
+        i = next((n for n, s in enumerate(segments) if s is first), -1)
+        if (
+            i < 0
+            or i + len(old) >= len(segments)
+            or any(
+                s is not v.segment or not v.unchanged()
+                for s, v in zip(segments[i : i + len(old)], old, strict=True)
+            )
+        ):
+            cleaned.discard()
+            return False
+        cleaned.to_swap()
+        if on_step is not None:
+            on_step("swap")
+        for view in old:
+            view.segment.close()
+            delete_segment_files(self.dir, view.base_offset)
+        if on_step is not None:
+            on_step("deleted")
+        cleaned.swap_in()
+        if on_step is not None:
+            on_step("renamed")
+        segment = LogSegment.with_config(
+            self.dir, cleaned.base_offset, self.config, wall_clock_ms(), files=self.files,
+            create=False,
+        )  # fmt: skip
+        try:
+            segment.load()
+        except (CorruptIndexError, CorruptSegmentError):
+            segment.recover()  # never expected: the cleaner wrote and synced both
+        segment.release_files()
+        with self._lock:
+            segments[i : i + len(old)] = [segment]
+            self._bases[i : i + len(old)] = [segment.base_offset]
+            self._read_cache.clear()
+            self._unsynced_paths.add(self.dir)
+        return True
 
     # ------------------------------------------------------------------ flushing, files
     def needs_flush(self, now_ms: int) -> bool:

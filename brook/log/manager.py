@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brook.protocol.errors import Errors, KafkaError
 
@@ -30,6 +30,9 @@ from .config import LogConfig
 from .dir_failure import LogDirFailureChannel, out_of_descriptors
 from .file_pool import FilePool
 from .log import PartitionLog, parse_topic_partition, wall_clock_ms
+
+if TYPE_CHECKING:
+    from .cleaner_manager import LogCleanerManager
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +80,23 @@ class LogManager:
         # logs per directory, so that placing a new log does not count them all
         self._dir_counts: Counter[Path] = Counter()
         self._pending_deletes: list[tuple[Path, int]] = []  # renamed dir, when to remove it
+        # The log cleaner's state, when it runs (log_cleaner.py): retention leaves the logs
+        # it is cleaning alone, truncations and deletions update its checkpoints.
+        self.cleaner: LogCleanerManager | None = None
+
+    def attach_cleaner(self, cleaner: LogCleanerManager | None) -> None:
+        self.cleaner = cleaner
+        for plog in self._logs.values():
+            plog.on_truncated = None if cleaner is None else cleaner.truncated
+
+    def _added(self, plog: PartitionLog) -> None:
+        if self.cleaner is not None:
+            plog.on_truncated = self.cleaner.truncated
+
+    def _removed(self, plog: PartitionLog) -> None:
+        plog.on_truncated = None
+        if self.cleaner is not None:
+            self.cleaner.forget(plog)
 
     def online_dirs(self) -> list[Path]:
         return [d for d in self.log_dirs if not self.failures.is_offline(d)]
@@ -111,6 +131,8 @@ class LogManager:
                     raise RuntimeError(f"{tp[0]}-{tp[1]} found in two log directories")
             self._logs.update(loaded)
             self._dir_counts[directory] += len(loaded)
+            for plog in loaded.values():
+                self._added(plog)
         log.info("loaded %d logs from %s", len(self._logs), ", ".join(map(str, self.log_dirs)))
 
     def _load_dir(self, directory: Path) -> dict[TopicPartition, PartitionLog]:
@@ -174,6 +196,8 @@ class LogManager:
         for plog in logs:
             plog.close_files()
         self.write_recovery_checkpoints()
+        if self.cleaner is not None:
+            self.cleaner.write_checkpoints()
         for directory in self.online_dirs():
             if directory in unflushed:
                 log.warning("%s is not marked cleanly shut down: a log was not flushed", directory)
@@ -243,6 +267,7 @@ class LogManager:
             raise
         self._logs[(topic, partition)] = plog
         self._dir_counts[parent] += 1
+        self._added(plog)
         return plog
 
     def _remove_partial_log(self, path: Path, new: bool) -> None:
@@ -256,6 +281,7 @@ class LogManager:
         """Drop a log from the ones this manager holds (and from its directory's count)."""
         plog = self._logs.pop(tp)
         self._dir_counts[plog.log_dir] -= 1
+        self._removed(plog)
         return plog
 
     def _emptiest_dir(self) -> Path:
@@ -388,9 +414,13 @@ class LogManager:
     # ------------------------------------------------------------------ maintenance
     def run_retention(self, now_ms: int, high_watermarks: Mapping[TopicPartition, int]) -> int:
         """Apply every log's retention (bounded by its high watermark), expire idle producer
-        ids and remove deleted directories whose delay passed; returns segments deleted."""
+        ids and remove deleted directories whose delay passed; returns segments deleted. A
+        log the cleaner is cleaning waits for the next run (Kafka's cleaner applies a
+        compacted log's retention itself for the same reason)."""
         deleted = 0
         for tp, plog in list(self._logs.items()):
+            if self.cleaner is not None and self.cleaner.in_progress(tp):
+                continue  # the cleaner swaps its segments: next time
             try:
                 deleted += plog.delete_old_segments(now_ms, high_watermarks.get(tp))
             except KafkaError:

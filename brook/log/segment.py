@@ -99,6 +99,34 @@ def _write_all(fd: int, parts: Sequence[bytes | bytearray | memoryview], size: i
         rest = rest[os.write(fd, rest) :]
 
 
+class SegmentView(NamedTuple):
+    """A segment as it was when another thread (the log cleaner) took it to read: the
+    bytes below ``size`` are what it reads, and ``unchanged`` tells whether they still are."""
+
+    segment: LogSegment
+    base_offset: int
+    size: int
+    truncations: int
+    index_bytes: int
+    time_index_bytes: int
+    # the first batch's max timestamp (max.compaction.lag.ms counts from it), None if empty
+    first_batch_timestamp: int | None
+    largest_timestamp: int
+
+    @property
+    def path(self) -> Path:
+        return self.segment.log_path
+
+    def unchanged(self) -> bool:
+        """Neither closed (deleted), truncated nor appended to since the view was taken."""
+        segment = self.segment
+        return (
+            not segment.closed
+            and segment.size == self.size
+            and segment.truncations == self.truncations
+        )
+
+
 class LogSegment:
     """Offsets in ``[base_offset, next_offset)``; ``size`` bytes of whole batches."""
 
@@ -193,6 +221,19 @@ class LogSegment:
             files=files,
         )
 
+    def view(self) -> SegmentView:
+        """What another thread may read of this segment now (see ``SegmentView``)."""
+        return SegmentView(
+            self,
+            self.base_offset,
+            self.size,
+            self.truncations,
+            len(self.offset_index) * 8,
+            len(self.time_index) * 12,
+            self.rolling_timestamp,
+            self.largest_timestamp,
+        )
+
     @property
     def _fd(self) -> int:
         """The log file's descriptor, reopened if the pool closed it. Every use counts as a
@@ -252,12 +293,39 @@ class LogSegment:
             self.max_timestamp = max_timestamp
             self.offset_of_max_timestamp = last_offset
 
-    def recover(self, on_batch: Callable[[BatchHeader], None] | None = None) -> int:
-        """Validate every batch (framing, magic, CRC, contiguous offsets from the base offset),
-        cut the file at the first invalid or torn one and rebuild both indexes.
+    def recover(
+        self,
+        on_batch: Callable[[BatchHeader], None] | None = None,
+        end_offset: int | None = None,
+    ) -> int:
+        """Validate every batch (framing, magic, CRC, offsets increasing from the base
+        offset and, when ``end_offset`` is given (the next segment's base offset), ending by
+        it), cut the file at the first invalid or torn one and rebuild both indexes.
+
+        Offsets may skip: the log cleaner removes records and whole batches, as Kafka's. The
+        base offset is outside the CRC, though, and a damaged one can look like such a skip:
+        when offsets then go back, the batch that skipped is taken for the damaged one and
+        the cut is made before it.
 
         Returns the number of bytes cut off.
         """
+        kept: list[tuple[int, BatchHeader]] = []
+        skipped: list[bool] = []  # whether each kept batch skipped offsets before it
+        expected = self.base_offset
+        for pos, header in self._valid_batches():
+            relative = header.last_offset - self.base_offset
+            backwards = header.base_offset < expected
+            if (
+                backwards
+                or relative > MAX_RELATIVE_OFFSET
+                or (end_offset is not None and header.next_offset > end_offset)
+            ):
+                if backwards and skipped and skipped[-1]:
+                    kept.pop()
+                break
+            kept.append((pos, header))
+            skipped.append(header.base_offset > expected)
+            expected = header.next_offset
         index_entries: list[tuple[int, int]] = []
         time_entries: list[tuple[int, int]] = []
         self.max_timestamp, self.offset_of_max_timestamp = NO_TIMESTAMP, self.base_offset
@@ -265,11 +333,7 @@ class LogSegment:
         expected = self.base_offset
         since_index = 0
         valid_end = 0
-        for pos, header in self._valid_batches():
-            if header.base_offset != expected or (
-                header.last_offset - self.base_offset > MAX_RELATIVE_OFFSET
-            ):
-                break
+        for pos, header in kept:
             if on_batch is not None:
                 on_batch(header)
             if self.rolling_timestamp is None:
@@ -334,9 +398,10 @@ class LogSegment:
     def should_roll(
         self, size: int, max_timestamp: int, last_offset: int, now_ms: int, config: LogConfig
     ) -> bool:
-        """Kafka's roll rule for a coming append; an empty segment is never rolled."""
+        """Kafka's roll rule for a coming append; an empty segment is rolled only when the
+        append's last offset is past its relative offsets (a follower's, after a gap)."""
         if self.size == 0:
-            return False
+            return last_offset - self.base_offset > MAX_RELATIVE_OFFSET
         if self.size > config.segment_bytes - size or self.indexes_full:
             return True
         rolling = self.rolling_timestamp
@@ -345,7 +410,7 @@ class LogSegment:
         else:
             waited = now_ms - self.created_ms
         return (
-            waited > config.segment_ms - self.roll_jitter_ms
+            waited > config.roll_ms - self.roll_jitter_ms
             or last_offset - self.base_offset > MAX_RELATIVE_OFFSET
         )
 

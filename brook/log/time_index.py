@@ -15,6 +15,16 @@ _ENTRY = struct.Struct(">qi")
 NO_TIMESTAMP = -1
 
 
+def entry_due(last: tuple[int, int] | None, timestamp: int, relative: int) -> bool:
+    """Whether an entry (``timestamp``, ``relative`` offset) goes after the ``last`` one
+    (None: the index is empty): timestamps strictly increase, offsets never go back, and
+    a batch without a timestamp adds nothing. The rule of a segment's index and of the log
+    cleaner's writer alike."""
+    if timestamp <= NO_TIMESTAMP:
+        return False
+    return last is None or (timestamp > last[0] and relative >= last[1])
+
+
 class TimeIndex(IndexFile):
     entry_size = 12
 
@@ -43,13 +53,10 @@ class TimeIndex(IndexFile):
         """Add an entry if ``timestamp`` is above the last one (and the index has room)."""
         if self.is_full and not skip_full_check:
             return
-        if self._timestamps and (
-            timestamp <= self._timestamps[-1] or offset - self.base_offset < self._offsets[-1]
-        ):
-            return
-        if timestamp <= NO_TIMESTAMP:
-            return
         relative = offset - self.base_offset
+        last = (self._timestamps[-1], self._offsets[-1]) if self._timestamps else None
+        if not entry_due(last, timestamp, relative):
+            return
         self._write(_ENTRY.pack(timestamp, relative))
         self._timestamps.append(timestamp)
         self._offsets.append(relative)

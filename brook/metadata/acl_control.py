@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from brook.protocol.errors import Errors
 from brook.security.acl import AclBinding, AclBindingFilter, new_acl_error
 
-from .image import MetadataImage
-from .records import AccessControlEntryRecord, MetadataRecord, RemoveAccessControlEntryRecord
+from .image import MetadataImage, entry_record
+from .records import MetadataRecord, RemoveAccessControlEntryRecord
 
 
 @dataclass
@@ -35,19 +35,6 @@ class AclDeletion:
     error_code: int = Errors.NONE
     error_message: str | None = None
     removed: list[AclBinding] = field(default_factory=list)
-
-
-def entry_record(acl_id: uuid.UUID, acl: AclBinding) -> AccessControlEntryRecord:
-    return AccessControlEntryRecord(
-        acl_id,
-        int(acl.resource_type),
-        acl.resource_name,
-        int(acl.pattern_type),
-        acl.principal,
-        acl.host,
-        int(acl.operation),
-        int(acl.permission),
-    )
 
 
 def create_acls(

@@ -21,6 +21,7 @@ from brook.protocol.primitives import read_uvarint, uvarint
 
 __all__ = [
     "BOOL",
+    "BYTES",
     "INT8",
     "INT16",
     "INT32",
@@ -143,6 +144,21 @@ def _string(nullable: bool) -> Kind:
 
 STRING = _string(False)
 NULLABLE_STRING = _string(True)
+
+
+def _write_bytes(out: bytearray, value: Any) -> None:
+    out += uvarint(len(value) + 1)
+    out += value
+
+
+def _read_bytes(data: memoryview, pos: int) -> tuple[Any, int]:
+    length, pos = _read_length(data, pos)
+    if length < 0:
+        raise RecordFormatError("null in non-nullable bytes")
+    return bytes(data[pos : pos + length]), pos + length
+
+
+BYTES = Kind("bytes", _write_bytes, _read_bytes)
 
 
 def _array(item: Kind, nullable: bool) -> Kind:

@@ -373,6 +373,25 @@ class Controller:
                 error = quorum_acks.config_error(parsed, replicas)
                 if error is not None:
                     return f"Invalid value {parsed} for configuration {name}: {error}"
+        return self._compaction_lag_error(configs)
+
+    def _compaction_lag_error(self, configs: Mapping[str, str | None]) -> str | None:
+        """Kafka's LogConfig.validateValues: the topic's min.compaction.lag.ms may not pass
+        its max.compaction.lag.ms, each the topic's override or the broker's default."""
+        lags = []
+        for name in ("min.compaction.lag.ms", "max.compaction.lag.ms"):
+            value = configs.get(name)
+            if value is None:
+                default = self.server_config.get(SERVER_DEFAULT[name])
+                lags.append(TOPIC_CONFIG.key(name).default if default is None else int(default))
+            else:
+                lags.append(int(TOPIC_CONFIG.parse_one(name, value)))
+        low, high = lags
+        if low > high:
+            return (
+                f"conflict topic config setting min.compaction.lag.ms ({low}) > "
+                f"max.compaction.lag.ms ({high})"
+            )
         return None
 
     def delete_topics(

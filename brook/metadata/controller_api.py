@@ -20,6 +20,7 @@ from brook.security.acl import AclBinding, AclBindingFilter
 from .acl_control import AclDeletion, AclOutcome
 from .controller import ConfigOp, CreatedTopic, CreateTopicSpec, Outcome
 from .records import BrokerFeature, Endpoint
+from .scram_control import ScramDeletion, ScramUpsertion, UserResult
 
 T = TypeVar("T")
 
@@ -145,6 +146,10 @@ class ControllerApi(Protocol):
         requests: Sequence[tuple[str, int, list[list[int]] | None]],
         validate_only: bool,
     ) -> Committed[list[Outcome]]: ...
+
+    async def alter_user_scram_credentials(
+        self, deletions: Sequence[ScramDeletion], upsertions: Sequence[ScramUpsertion]
+    ) -> Committed[list[UserResult]]: ...
 
     async def alter_configs(
         self,

@@ -31,8 +31,10 @@ from .records import (
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 
 
@@ -121,6 +123,8 @@ class MetadataImage:
         # ACLs by their record id; ``acls_version`` moves on every change (authorizer caches)
         self.acls: dict[uuid.UUID, AclBinding] = {}
         self.acls_version = 0
+        # (user, mechanism id) -> SCRAM credential (salt and keys, never a password)
+        self.scram: dict[tuple[str, int], UserScramCredentialRecord] = {}
         self.offset = -1  # last applied metadata log offset
 
     # ------------------------------------------------------------------ reads
@@ -159,6 +163,7 @@ class MetadataImage:
         other.next_producer_id = self.next_producer_id
         other.acls = dict(self.acls)
         other.acls_version = self.acls_version
+        other.scram = dict(self.scram)
         other.offset = self.offset
         return other
 
@@ -201,19 +206,11 @@ class MetadataImage:
             out.extend(ConfigRecord(rtype, rname, k, v) for k, v in sorted(entries.items()))
         if self.next_producer_id:
             out.append(ProducerIdsRecord(-1, -1, self.next_producer_id))
-        for acl_id, acl in sorted(self.acls.items(), key=lambda item: item[0].bytes):
-            out.append(
-                AccessControlEntryRecord(
-                    acl_id,
-                    int(acl.resource_type),
-                    acl.resource_name,
-                    int(acl.pattern_type),
-                    acl.principal,
-                    acl.host,
-                    int(acl.operation),
-                    int(acl.permission),
-                )
-            )
+        out.extend(
+            entry_record(acl_id, acl)
+            for acl_id, acl in sorted(self.acls.items(), key=lambda item: item[0].bytes)
+        )
+        out.extend(self.scram[key] for key in sorted(self.scram))
         return out
 
     def digest(self) -> str:
@@ -334,6 +331,12 @@ class MetadataImage:
             return [AclsChanged()]
         if isinstance(record, NoOpRecord):
             return []
+        if isinstance(record, UserScramCredentialRecord):
+            self.scram[(record.name, record.mechanism)] = record
+            return []
+        if isinstance(record, RemoveUserScramCredentialRecord):
+            self.scram.pop((record.name, record.mechanism), None)
+            return []
         raise ImageError(f"unknown metadata record {type(record).__name__}")
 
     def _apply_partition_change(self, record: PartitionChangeRecord) -> list[Change]:
@@ -366,3 +369,16 @@ class MetadataImage:
         )
         topic.partitions[record.partition_id] = new
         return [PartitionChanged(topic.name, new)]
+
+
+def entry_record(acl_id: uuid.UUID, acl: AclBinding) -> AccessControlEntryRecord:
+    return AccessControlEntryRecord(
+        acl_id,
+        int(acl.resource_type),
+        acl.resource_name,
+        int(acl.pattern_type),
+        acl.principal,
+        acl.host,
+        int(acl.operation),
+        int(acl.permission),
+    )

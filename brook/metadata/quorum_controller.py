@@ -53,6 +53,12 @@ from .partition_change import alter_isr, applied
 from .quorum import CommittedBatch, LeaderAndEpoch, MetadataQuorum, NotLeaderError, StorageError
 from .records import MetadataRecord, encode
 from .replica_logs import ReplicaLogs
+from .scram_control import (
+    ScramDeletion,
+    ScramUpsertion,
+    UserResult,
+    alter_user_scram_credentials,
+)
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +92,12 @@ class QuorumController:
         server_config: Mapping[str, Any],
         clock: Callable[[], int],
         rng: random.Random | None = None,
+        bootstrap: Sequence[MetadataRecord] = (),
     ) -> None:
         self.node_id = node_id
+        # Records a new cluster starts with (brook storage format --add-scram), appended by
+        # the first active controller of a metadata log that holds nothing yet.
+        self.bootstrap = list(bootstrap)
         self.cluster_id = cluster_id
         self.quorum = quorum
         self.loader = loader
@@ -105,6 +115,9 @@ class QuorumController:
         self._electing: asyncio.Task[None] | None = None
         self._preparer: Preparer | None = None
         self._activated_before = False
+        self._bootstrapping: asyncio.Task[None] | None = None
+        # TLS / SASL of the inter-broker listener, for asking replicas about their logs
+        self.replica_security: Any = None
         quorum.register_listener(self)
 
     @property
@@ -156,7 +169,19 @@ class QuorumController:
             if self.balancer.interval_ms is not None:
                 self._balancing = loop.create_task(self._balance_leaders())
             self._electing = loop.create_task(self._elect_most_complete())
+            if self.bootstrap and image.offset == -1 and self.quorum.next_offset <= 1:
+                # an empty log (at most this leader's own LeaderChange): a new cluster
+                self._bootstrapping = loop.create_task(self._append_bootstrap())
         log.info("node %d is the active controller in epoch %d", self.node_id, epoch)
+
+    async def _append_bootstrap(self) -> None:
+        records = list(self.bootstrap)
+        try:
+            await self._run(lambda c, _: (records, None))
+        except Exception as exc:  # not the leader any more: the next one appends them
+            log.warning("the bootstrap records were not appended: %s", exc)
+            return
+        log.info("appended %d bootstrap record(s) to the new metadata log", len(records))
 
     def _deactivate(self, reason: str | None) -> None:
         if self._active is not None and reason:
@@ -258,6 +283,13 @@ class QuorumController:
         validate_only: bool,
     ) -> Committed[list[Outcome]]:
         return await self._run(_decision(lambda c: c.create_partitions(requests, validate_only)))
+
+    async def alter_user_scram_credentials(
+        self, deletions: Sequence[ScramDeletion], upsertions: Sequence[ScramUpsertion]
+    ) -> Committed[list[UserResult]]:
+        return await self._run(
+            lambda c, _: alter_user_scram_credentials(c.image, deletions, upsertions)
+        )
 
     async def alter_configs(
         self,
@@ -493,6 +525,7 @@ class QuorumController:
         ``quorum_acks`` and ``replica_logs``); with fewer live, it stays leaderless."""
         listener = self.server_config.get("inter.broker.listener.name")
         asker = ReplicaLogs(self.node_id, str(listener) if listener else None)
+        asker.channels.security = self.replica_security
         scanned = -1  # the image offset last found with nothing to elect
         try:
             while self._active is not None:

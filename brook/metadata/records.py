@@ -23,6 +23,7 @@ from brook.protocol.primitives import read_uvarint, uvarint
 
 from .codec import (
     BOOL,
+    BYTES,
     INT8,
     INT16,
     INT32,
@@ -70,8 +71,10 @@ __all__ = [
     "RegisterBrokerRecord",
     "RemoveAccessControlEntryRecord",
     "RemoveTopicRecord",
+    "RemoveUserScramCredentialRecord",
     "TopicRecord",
     "UnregisterBrokerRecord",
+    "UserScramCredentialRecord",
     "decode",
     "encode",
 ]
@@ -344,6 +347,36 @@ class BrokerRegistrationChangeRecord(MetadataRecord):
 
 
 @dataclass(frozen=True)
+class UserScramCredentialRecord(MetadataRecord):
+    """A user's SCRAM credential for one mechanism (1 SCRAM-SHA-256, 2 SCRAM-SHA-512): the
+    salt, the stored and server keys, and the iterations; never the password."""
+
+    API_KEY: ClassVar[int] = 11
+    SCHEMA: ClassVar[tuple[Field, ...]] = (
+        Field("name", STRING),
+        Field("mechanism", INT8),
+        Field("salt", BYTES),
+        Field("stored_key", BYTES),
+        Field("server_key", BYTES),
+        Field("iterations", INT32),
+    )
+    name: str
+    mechanism: int
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+@dataclass(frozen=True)
+class RemoveUserScramCredentialRecord(MetadataRecord):
+    API_KEY: ClassVar[int] = 22
+    SCHEMA: ClassVar[tuple[Field, ...]] = (Field("name", STRING), Field("mechanism", INT8))
+    name: str
+    mechanism: int
+
+
+@dataclass(frozen=True)
 class NoOpRecord(MetadataRecord):
     """Written by an idle active controller so that followers see the high watermark move."""
 
@@ -374,6 +407,8 @@ RECORD_TYPES: dict[int, type[MetadataRecord]] = {
         ProducerIdsRecord,
         BrokerRegistrationChangeRecord,
         NoOpRecord,
+        UserScramCredentialRecord,
+        RemoveUserScramCredentialRecord,
     )
 }
 

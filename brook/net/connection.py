@@ -14,10 +14,11 @@ import contextlib
 import logging
 import struct
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from brook.protocol.api import api_name, response_class
 from brook.protocol.build import build
+from brook.protocol.errors import KafkaError
 from brook.protocol.framing import (
     FrameAssembler,
     FrameError,
@@ -26,6 +27,9 @@ from brook.protocol.framing import (
     encode_request,
     response_body_offset,
 )
+
+if TYPE_CHECKING:
+    from brook.security.node_auth import NodeSecurity
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +68,14 @@ class _Protocol(asyncio.BufferedProtocol):
 
 
 class NodeConnection:
-    def __init__(self, host: str, port: int, client_id: str) -> None:
+    def __init__(
+        self, host: str, port: int, client_id: str, security: NodeSecurity | None = None
+    ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
+        # TLS and the SASL login of a secured listener (security/node_auth.py)
+        self.security = security
         self._protocol: _Protocol | None = None
         self._connecting: asyncio.Task[_Protocol] | None = None
         self._pending: dict[int, tuple[int, int, asyncio.Future[memoryview]]] = {}
@@ -93,9 +101,47 @@ class NodeConnection:
 
     async def _open(self) -> _Protocol:
         loop = asyncio.get_running_loop()
-        _, protocol = await loop.create_connection(lambda: _Protocol(self), self.host, self.port)
+        security = self.security
+        tls = security.tls if security is not None else None
+        _, protocol = await loop.create_connection(
+            lambda: _Protocol(self),
+            self.host,
+            self.port,
+            ssl=tls,
+            server_hostname=self.host if tls is not None else None,
+        )
+        if security is not None and security.mechanism is not None:
+            try:
+                await security.login(
+                    lambda key, version, data: self._exchange(protocol, key, version, data),
+                    self.address,
+                )
+            except KafkaError as exc:
+                assert protocol.transport is not None
+                protocol.transport.close()
+                log.warning("cannot log in to %s: %s", self.address, exc)
+                raise NodeUnavailable(f"login to {self.address} refused: {exc}") from None
         self._protocol = protocol
         return protocol
+
+    async def _exchange(self, protocol: _Protocol, api_key: int, version: int, data: dict) -> Any:
+        """One request on a connection not yet handed out (the SASL login)."""
+        from brook.protocol.api import request_class
+
+        correlation = self._next_correlation
+        self._next_correlation = (self._next_correlation + 1) % _MAX_CORRELATION
+        body = encode_kio(build(request_class(api_key, version), data))
+        future: asyncio.Future[memoryview] = asyncio.get_running_loop().create_future()
+        self._pending[correlation] = (api_key, version, future)
+        assert protocol.transport is not None
+        protocol.transport.write(
+            encode_request(api_key, version, correlation, self.client_id, body)
+        )
+        try:
+            raw = await asyncio.wait_for(future, 10.0)
+        finally:
+            self._pending.pop(correlation, None)
+        return decode_kio(response_class(api_key, version), raw)
 
     async def send_raw(
         self,
@@ -181,8 +227,9 @@ class NodeConnection:
 class NodeChannels:
     """A connection per node id (addresses may change: a new address replaces the old)."""
 
-    def __init__(self, client_id: str) -> None:
+    def __init__(self, client_id: str, security: NodeSecurity | None = None) -> None:
         self.client_id = client_id
+        self.security = security
         self._connections: dict[int, NodeConnection] = {}
 
     def get(self, node_id: int, host: str, port: int) -> NodeConnection:
@@ -190,7 +237,9 @@ class NodeChannels:
         if conn is None or (conn.host, conn.port) != (host, port):
             if conn is not None:
                 conn.close()
-            conn = self._connections[node_id] = NodeConnection(host, port, self.client_id)
+            conn = self._connections[node_id] = NodeConnection(
+                host, port, self.client_id, self.security
+            )
         return conn
 
     def close(self) -> None:

@@ -11,7 +11,9 @@ stamping the leader epoch need no new CRC), and rewrites ``baseOffset`` and
     12      4     partitionLeaderEpoch
     16      1     magic (2)
     17      4     crc (CRC-32C of bytes 21..end)
-    21      2     attributes: bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control
+    21      2     attributes: bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control,
+                  6 delete horizon (KIP-534: baseTimestamp is when the log cleaner may drop
+                  the batch's tombstones)
     23      4     lastOffsetDelta
     27      8     baseTimestamp
     35      8     maxTimestamp
@@ -45,6 +47,7 @@ CODEC_MASK = 0x07
 TIMESTAMP_TYPE_BIT = 0x08
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
+DELETE_HORIZON_BIT = 0x40
 NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
 
@@ -96,6 +99,12 @@ class BatchHeader(NamedTuple):
     @property
     def log_append_time(self) -> bool:
         return bool(self.attributes & TIMESTAMP_TYPE_BIT)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """KIP-534: when the log cleaner may drop this batch's tombstones (its base
+        timestamp), if a cleaning has set it."""
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_BIT else None
 
     @property
     def last_sequence(self) -> int:

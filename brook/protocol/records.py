@@ -146,12 +146,15 @@ def batch_header(
     base_sequence: int = NO_SEQUENCE,
     base_offset: int = 0,
     partition_leader_epoch: int = -1,
+    last_offset_delta: int | None = None,
 ) -> bytes:
     """The 61-byte v2 header of a batch whose (compressed) records are ``payload``; the
-    records are only read for the CRC, never copied."""
+    records are only read for the CRC, never copied. ``last_offset_delta`` defaults to
+    ``count - 1`` (records at consecutive offsets); a compacted batch keeps its original one
+    with fewer records."""
     after_crc = _HEADER_AFTER_CRC.pack(
         attributes,
-        count - 1,
+        count - 1 if last_offset_delta is None else last_offset_delta,
         base_timestamp,
         max_timestamp,
         producer_id,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Any
 
 WILDCARD = "*"
 WILDCARD_PRINCIPAL = "User:*"
@@ -107,6 +108,18 @@ class AclBinding:
     operation: AclOperation
     permission: AclPermissionType
 
+    def creation_fields(self) -> dict[str, Any]:
+        """The ACL as a CreateAcls request's creation carries it."""
+        return {
+            "resource_type": int(self.resource_type),
+            "resource_name": self.resource_name,
+            "resource_pattern_type": int(self.pattern_type),
+            "principal": self.principal,
+            "host": self.host,
+            "operation": int(self.operation),
+            "permission_type": int(self.permission),
+        }
+
     def __str__(self) -> str:
         return (
             f"(pattern=ResourcePattern(resourceType={_enum_name(self.resource_type)}, "
@@ -201,6 +214,18 @@ class AclBindingFilter:
             _code(AclOperation, operation),  # type: ignore[arg-type]
             _code(AclPermissionType, permission),  # type: ignore[arg-type]
         )
+
+    def wire_fields(self) -> dict[str, Any]:
+        """The filter as DescribeAcls' request and DeleteAcls' filters carry it."""
+        return {
+            "resource_type_filter": int(self.resource_type),
+            "resource_name_filter": self.resource_name,
+            "pattern_type_filter": int(self.pattern_type),
+            "principal_filter": self.principal,
+            "host_filter": self.host,
+            "operation": int(self.operation),
+            "permission_type": int(self.permission),
+        }
 
     def error(self) -> str | None:
         """Why this filter is malformed (INVALID_REQUEST): one of its codes is unknown."""

@@ -24,20 +24,8 @@ REMOTE_VERSION = 3
 NO_AUTHORIZER = "No Authorizer is configured."
 
 
-def creation_of(acl: AclBinding) -> dict[str, Any]:
-    return {
-        "resource_type": int(acl.resource_type),
-        "resource_name": acl.resource_name,
-        "resource_pattern_type": int(acl.pattern_type),
-        "principal": acl.principal,
-        "host": acl.host,
-        "operation": int(acl.operation),
-        "permission_type": int(acl.permission),
-    }
-
-
 def request_of(bindings: list[AclBinding]) -> dict[str, Any]:
-    return {"creations": [creation_of(b) for b in bindings]}
+    return {"creations": [b.creation_fields() for b in bindings]}
 
 
 def results_of(response: Any) -> list[AclOutcome]:

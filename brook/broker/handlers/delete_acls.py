@@ -34,20 +34,8 @@ def filter_of_wire(f: Any) -> AclBindingFilter:
     )
 
 
-def filter_to_wire(f: AclBindingFilter) -> dict[str, Any]:
-    return {
-        "resource_type_filter": int(f.resource_type),
-        "resource_name_filter": f.resource_name,
-        "pattern_type_filter": int(f.pattern_type),
-        "principal_filter": f.principal,
-        "host_filter": f.host,
-        "operation": int(f.operation),
-        "permission_type": int(f.permission),
-    }
-
-
 def request_of(filters: list[AclBindingFilter]) -> dict[str, Any]:
-    return {"filters": [filter_to_wire(f) for f in filters]}
+    return {"filters": [f.wire_fields() for f in filters]}
 
 
 def results_of(response: Any) -> list[AclDeletion]:

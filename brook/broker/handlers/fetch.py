@@ -141,6 +141,7 @@ def _serve(
     uses_ids = version >= 13
     replica_id, broker_epoch = replica_of(request, version)
     is_follower = replica_id >= 0
+    ctx.fetch_from_follower = is_follower
     session = broker.fetch_sessions.new_context(
         session_id=getattr(request, "session_id", 0),
         epoch=getattr(request, "session_epoch", -1),
@@ -391,7 +392,14 @@ class _Fetch:
         topics: list[tuple[str | uuid.UUID, list[tuple[int, PartitionResult]]]] = []
         endpoints: dict[int, tuple[int, str, int, str | None]] = {}
         last_key: str | uuid.UUID | None = None
+        counters, known = self.broker.counters, self.broker.image.topics
         for fp, result in data.partitions:
+            counters.fetched(
+                fp.topic if fp.topic in known else None,
+                len(result.records),
+                self.is_follower,
+                bool(result.error_code),
+            )
             key = fp.topic_id if version >= 13 else fp.topic
             if key != last_key or not topics:
                 topics.append((key, []))

@@ -51,6 +51,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     acks = request.acks
     now = int(time.time() * 1000)
     rm = broker.replica_manager
+    counters = broker.counters
     topics: list[tuple[str | uuid.UUID, list[PartitionProduceResult]]] = []
     appended: list[tuple[Partition, PartitionProduceResult, AppendResult]] = []
     hints: dict[int, tuple[int, str, int, str | None]] = {}
@@ -117,6 +118,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 check_records(pdata.records, version)
                 append = partition.append_as_leader(pdata.records, acks, now)
             except KafkaError as exc:
+                counters.produce_request(name, failed=True)
                 result.error_code = exc.code
                 result.error_message = exc.message
                 if isinstance(exc, RecordValidationError):
@@ -125,6 +127,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     result.log_start_offset = partition.log.log_start_offset
                 any_error = True
                 continue
+            counters.produce_request(name, failed=False)
+            if not append.duplicate:
+                counters.produced(name, append.records_count, len(pdata.records))
             result.base_offset = append.first_offset
             result.log_append_time_ms = append.log_append_time_ms
             result.log_start_offset = append.log_start_offset

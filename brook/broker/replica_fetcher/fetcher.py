@@ -51,6 +51,8 @@ class FetcherConfig:
     settings: FetchSettings
     backoff_ms: int = 1000
     request_timeout_ms: int = 30000
+    # TLS / SASL of the inter-broker listener (security/node_auth.py); None: plain text
+    security: Any = None
 
 
 @dataclass(eq=False)
@@ -76,6 +78,7 @@ class ReplicaFetcher:
         broker_epoch: Callable[[], int],
         delay_ms: Callable[[], int] = lambda: 0,
         clock: Callable[[], int],
+        replicated: Callable[[str, int], None] = lambda _topic, _size: None,
     ) -> None:
         self.source_id = source_id
         self.fetcher_id = fetcher_id
@@ -84,6 +87,8 @@ class ReplicaFetcher:
         self._broker_epoch = broker_epoch
         self._delay_ms = delay_ms
         self._clock = clock
+        # told of the bytes of each appended fetch (ReplicationBytesInPerSec)
+        self._replicated = replicated
         self.partitions: dict[TopicPartition, Followed] = {}
         self._by_id: dict[tuple[uuid.UUID, int], TopicPartition] = {}
         self.session = FollowerSession()
@@ -324,7 +329,10 @@ class ReplicaFetcher:
             if conn is not None:
                 conn.close()
             conn = self._conn = NodeConnection(
-                address[0], address[1], f"replica-fetcher-{self.source_id}-{self.fetcher_id}"
+                address[0],
+                address[1],
+                f"replica-fetcher-{self.source_id}-{self.fetcher_id}",
+                self.config.security,
             )
         return conn
 
@@ -358,6 +366,7 @@ class ReplicaFetcher:
         if fetched.records:
             try:
                 plog.append_as_follower(fetched.records)
+                self._replicated(tp[0], len(fetched.records))
             except KafkaError as exc:
                 if exc.code == Errors.CORRUPT_MESSAGE:
                     state.back_off(now, self.config.backoff_ms)

@@ -60,8 +60,10 @@ class ReplicaFetcherManager:
         delay_ms: Callable[[], int],
         clock: Callable[[], int],
         hosted: Callable[[TopicPartition], Partition | None],
+        replicated: Callable[[str, int], None] = lambda _topic, _size: None,
     ) -> None:
         self.node_id = node_id
+        self._replicated = replicated
         self._hosted = hosted
         self.config = config
         self.num_fetchers = max(1, num_fetchers)
@@ -137,6 +139,7 @@ class ReplicaFetcherManager:
             broker_epoch=self._broker_epoch,
             delay_ms=self._delay_ms,
             clock=self._clock,
+            replicated=self._replicated,
         )
 
     def fetcher_of(self, tp: TopicPartition) -> ReplicaFetcher | None:

@@ -17,18 +17,6 @@ from .core import AdminCore, Outcome, item_error, retry_transport
 __all__ = ["create_acls", "delete_acls", "describe_acls"]
 
 
-def _filter_data(f: AclBindingFilter) -> dict[str, Any]:
-    return {
-        "resource_type_filter": int(f.resource_type),
-        "resource_name_filter": f.resource_name,
-        "pattern_type_filter": int(f.pattern_type),
-        "principal_filter": f.principal,
-        "host_filter": f.host,
-        "operation": int(f.operation),
-        "permission_type": int(f.permission),
-    }
-
-
 async def create_acls(
     core: AdminCore, acls: Iterable[AclBinding], *, timeout_ms: int | None = None
 ) -> None:
@@ -38,20 +26,7 @@ async def create_acls(
 
     async def attempt(pending: dict[AclBinding, AclBinding], deadline: float) -> Outcome:
         order = list(pending)
-        data = {
-            "creations": [
-                {
-                    "resource_type": int(a.resource_type),
-                    "resource_name": a.resource_name,
-                    "resource_pattern_type": int(a.pattern_type),
-                    "principal": a.principal,
-                    "host": a.host,
-                    "operation": int(a.operation),
-                    "permission_type": int(a.permission),
-                }
-                for a in order
-            ]
-        }
+        data = {"creations": [a.creation_fields() for a in order]}
         resp = await core.send_any(ApiKey.CREATE_ACLS, data)
         out: Outcome = {}
         for acl, result in zip(order, resp.results, strict=True):
@@ -69,7 +44,7 @@ async def describe_acls(
     deadline = core.deadline(timeout_ms)
 
     async def attempt() -> Any:
-        resp = await core.send_any(ApiKey.DESCRIBE_ACLS, _filter_data(acl_filter))
+        resp = await core.send_any(ApiKey.DESCRIBE_ACLS, acl_filter.wire_fields())
         code = int(resp.error_code)
         if code:
             raise KafkaError(code, resp.error_message or "DescribeAcls")
@@ -101,7 +76,7 @@ async def delete_acls(
     async def attempt(pending: dict[AclBindingFilter, Any], deadline: float) -> Outcome:
         order = list(pending)
         resp = await core.send_any(
-            ApiKey.DELETE_ACLS, {"filters": [_filter_data(f) for f in order]}
+            ApiKey.DELETE_ACLS, {"filters": [f.wire_fields() for f in order]}
         )
         out: Outcome = {}
         for f, result in zip(order, resp.filter_results, strict=True):

@@ -24,6 +24,7 @@ from . import cluster as cluster_ops
 from . import configs as config_ops
 from . import groups as group_ops
 from . import partitions as partition_ops
+from . import scram as scram_ops
 from . import topics as topic_ops
 from .core import AdminCore
 from .groups import ConsumerGroupDescription, GroupListing
@@ -179,6 +180,25 @@ class AsyncAdmin:
         """The KRaft metadata quorum (DescribeQuorum): leader, epoch, high watermark, each
         voter's and observer's progress, and the voters' endpoints."""
         return await cluster_ops.describe_metadata_quorum(self._core, timeout_ms=timeout_ms)
+
+    # -- SCRAM credentials (scram.py) -----------------------------------------------------
+
+    async def describe_user_scram_credentials(
+        self, users: list[str] | None = None, *, timeout_ms: int | None = None
+    ) -> dict[str, list[scram_ops.ScramCredentialInfo]]:
+        return await scram_ops.describe_user_scram_credentials(
+            self._core, users, timeout_ms=timeout_ms
+        )
+
+    async def alter_user_scram_credentials(
+        self,
+        alterations: list[scram_ops.ScramUpsertion | scram_ops.ScramDeletion],
+        *,
+        timeout_ms: int | None = None,
+    ) -> dict[str, Any]:
+        return await scram_ops.alter_user_scram_credentials(
+            self._core, alterations, timeout_ms=timeout_ms
+        )
 
     # -- partitions (partitions.py) --------------------------------------------------------
 

@@ -151,6 +151,19 @@ class Admin:
     def describe_metadata_quorum(self, *, timeout_ms: int | None = None) -> QuorumInfo:
         return _sync.run(self._admin.describe_metadata_quorum(timeout_ms=timeout_ms))
 
+    def describe_user_scram_credentials(
+        self, users: list[str] | None = None, *, timeout_ms: int | None = None
+    ) -> dict[str, list[Any]]:
+        return _sync.run(self._admin.describe_user_scram_credentials(users, timeout_ms=timeout_ms))
+
+    def alter_user_scram_credentials(
+        self, alterations: list[Any], *, timeout_ms: int | None = None
+    ) -> dict[str, Any]:
+        """Per user: None when applied, else the broker's KafkaError (see admin/scram.py)."""
+        return _sync.run(
+            self._admin.alter_user_scram_credentials(alterations, timeout_ms=timeout_ms)
+        )
+
     def list_offsets(
         self,
         specs: Mapping[tuple[str, int], OffsetSpec | int],

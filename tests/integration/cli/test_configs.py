@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from cli_support import Tool
-from support import BrookProcess
+from support import BrookProcess, free_port
 
 
 def test_alter_and_describe_topic_configs(
@@ -82,8 +84,8 @@ def test_bad_alterations(tool: Tool, brook_session: BrookProcess, unique_topic: 
         "configs", "--alter", "--topic", unique_topic, "--add-config", "no-equals-sign", bootstrap=b
     )
     assert code == 1 and 'format "key=val"' in err
-    code, _, err = tool("configs", "--describe", "--entity-type", "users", bootstrap=b)
-    assert code == 1 and "users configs are not supported" in err
+    code, _, err = tool("configs", "--describe", "--entity-type", "clients", bootstrap=b)
+    assert code == 1 and "clients configs are not supported" in err
     code, _, err = tool("configs", "--alter", "--topic", unique_topic, bootstrap=b)
     assert code == 1 and "--add-config" in err
 
@@ -96,3 +98,64 @@ def test_broker_configs(tool: Tool, brook_session: BrookProcess) -> None:
     assert any(line.startswith("  num.partitions=1 ") for line in lines)
     code, out, _ = tool("configs", "--describe", "--broker", "7", bootstrap=b)
     assert out == "The broker '7' doesn't exist and doesn't have dynamic config.\n"
+
+
+def test_user_scram_credentials(tool: Tool, tmp_path: Path) -> None:
+    """kafka-configs' user SCRAM syntax: the credential is usable for a SCRAM login at once,
+    describe lists mechanisms and iterations, delete removes one mechanism."""
+    from confluent_kafka.admin import AdminClient
+
+    plain, sasl = free_port(), free_port()
+    overrides = {
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
+    }
+    with BrookProcess(tmp_path / "data", overrides, port=plain) as broker:
+        b = broker.bootstrap
+        code, out, err = tool(
+            "configs",
+            "--alter",
+            "--entity-type",
+            "users",
+            "--entity-name",
+            "alice",
+            "--add-config",
+            "SCRAM-SHA-256=[iterations=8192,password=alice-secret],"
+            "SCRAM-SHA-512=[password=alice-512]",
+            bootstrap=b,
+        )
+        assert (code, out, err) == (0, "Completed updating config for user alice.\n", "")
+        code, out, _ = tool("configs", "--describe", "--entity-type", "users", bootstrap=b)
+        assert out == (
+            "SCRAM credential configs for user-principal 'alice' are "
+            "SCRAM-SHA-256=iterations=8192, SCRAM-SHA-512=iterations=4096\n"
+        )
+        login = {
+            "bootstrap.servers": f"127.0.0.1:{sasl}",
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": "alice",
+            "sasl.password": "alice-secret",
+        }
+        assert AdminClient(login).list_topics(timeout=20).brokers
+        code, out, err = tool(
+            "configs", "--alter", "--user", "alice", "--delete-config", "SCRAM-SHA-256", bootstrap=b
+        )
+        assert code == 0, err
+        code, out, _ = tool("configs", "--describe", "--user", "alice", bootstrap=b)
+        assert out.endswith("are SCRAM-SHA-512=iterations=4096\n")
+        code, _, err = tool(
+            "configs",
+            "--alter",
+            "--user",
+            "bob",
+            "--add-config",
+            "SCRAM-SHA-256=[iterations=100,password=x]",
+            bootstrap=b,
+        )
+        assert code == 1 and "Too few iterations" in err
+        code, _, err = tool(
+            "configs", "--alter", "--user", "bob", "--delete-config", "SCRAM-SHA-256", bootstrap=b
+        )
+        assert code == 1 and "does not exist" in err
+        assert "alice-secret" not in broker.log_path.read_text()

@@ -179,3 +179,27 @@ def test_a_laid_out_cluster_runs_nothing(tmp_path: Path) -> None:
         cluster.kill(2)
     with pytest.raises(ClusterError, match="unknown node id 9: the cluster's nodes are 1, 2"):
         cluster.pause(9)
+
+
+def test_a_cluster_with_metrics_gives_each_node_its_own_endpoint(tmp_path: Path) -> None:
+    cluster = LocalCluster.create(tmp_path / "c", nodes=3, metrics=True)
+    urls = [n.metrics_url for n in cluster.nodes]
+    assert all(urls) and len(set(urls)) == 3
+    for node in cluster.nodes:
+        cfg = parse_server_config(load_properties(node.config_path.read_text()))
+        assert f"{cfg['metrics.prometheus.listener']}/metrics" == node.metrics_url
+        assert all("METRICS" not in listener for listener in cfg["listeners"])
+    reopened = LocalCluster.open(tmp_path / "c")
+    assert [n.metrics_url for n in reopened.nodes] == urls
+
+
+def test_a_cluster_without_metrics_has_no_endpoint_and_one_value_for_all_is_refused(
+    tmp_path: Path,
+) -> None:
+    cluster = LocalCluster.create(tmp_path / "c", nodes=1)
+    assert cluster.nodes[0].metrics_url is None
+    assert "metrics.prometheus.listener" not in cluster.nodes[0].config_path.read_text()
+    with pytest.raises(ClusterError, match=r"metrics\.prometheus\.listener"):
+        LocalCluster.create(
+            tmp_path / "d", nodes=1, overrides={"metrics.prometheus.listener": "http://h:1"}
+        )

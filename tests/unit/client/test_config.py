@@ -258,10 +258,40 @@ def test_partitioner_class_forms() -> None:
         parse_producer_config({**BOOT, "partitioner.class": 3})
 
 
-def test_security_protocol_only_plaintext() -> None:
-    parse_admin_config({**BOOT, "security.protocol": "plaintext"})
+def test_security_protocols_and_their_settings() -> None:
+    from brook.client.security import ClientSecurity
+
+    assert ClientSecurity.from_config(parse_admin_config({**BOOT})) is None
+    for protocol in ("plaintext", "SSL", "sasl_plaintext", "SASL_SSL"):
+        parse_admin_config({**BOOT, "security.protocol": protocol})
     with pytest.raises(ConfigError, match=r"security.protocol"):
-        parse_admin_config({**BOOT, "security.protocol": "SSL"})
+        parse_admin_config({**BOOT, "security.protocol": "KERBEROS"})
+    sasl = parse_admin_config(
+        {
+            **BOOT,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule "
+            'required username="bob" password="pw";',
+        }
+    )
+    security = ClientSecurity.from_config(sasl)
+    assert security is not None and security.tls is None
+    assert (security.mechanism, security.username, security.password) == (
+        "SCRAM-SHA-512",
+        "bob",
+        "pw",
+    )
+    with pytest.raises(ConfigError, match=r"sasl.username"):
+        ClientSecurity.from_config(
+            parse_admin_config({**BOOT, "security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"})
+        )
+    with pytest.raises(ConfigError, match=r"GSSAPI"):
+        ClientSecurity.from_config(
+            parse_admin_config(
+                {**BOOT, "security.protocol": "SASL_PLAINTEXT", "sasl.username": "a"}
+            )
+        )
 
 
 def test_group_instance_id_needs_group_id() -> None:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from brook.config.defs import ConfigError
 from brook.config.server import (
     is_sole_voter,
+    listener_value,
     log_dirs,
     node_id,
     parse_listener,
     parse_server_config,
+    security_protocols,
     topic_defaults,
 )
 from brook.config.server import voters as voters_of
@@ -81,10 +85,17 @@ def test_bad_listener_and_unknown_key() -> None:
 @pytest.mark.parametrize(
     ("props", "named"),
     [
-        ({"listeners": "SSL://127.0.0.1:9093"}, "SSL"),
+        ({"listeners": "SSL://127.0.0.1:9093"}, "ssl.keystore.location"),
         (
-            {"listeners": "SECURE://:9093", "listener.security.protocol.map": "SECURE:SASL_SSL"},
-            "SASL_SSL",
+            {
+                "listeners": "SECURE://:9093",
+                "listener.security.protocol.map": "SECURE:SASL_PLAINTEXT",
+            },
+            "GSSAPI",
+        ),
+        (
+            {"listeners": "SECURE://:9093", "listener.security.protocol.map": "SECURE:KERBEROS"},
+            "KERBEROS",
         ),
         ({"listeners": "INTERNAL://:9093"}, "listener.security.protocol.map"),
     ],
@@ -187,3 +198,108 @@ def test_queued_max_request_bytes_is_bounded_by_default_and_checked_as_kafka_doe
         parse_server_config({"queued.max.request.bytes": "1000"})
     with pytest.raises(ConfigError, match=r"queued\.max\.request\.bytes"):
         parse_server_config({"socket.request.max.bytes": str(512 * 1024 * 1024)})
+
+
+def test_each_cleaner_thread_gets_at_least_a_megabyte_of_dedupe_buffer() -> None:
+    """Kafka's rule (KafkaConfig): log.cleaner.dedupe.buffer.size / log.cleaner.threads
+    above 1 MiB, unless the cleaner is off."""
+    cfg = parse_server_config({"log.cleaner.threads": "2"})
+    assert cfg["log.cleaner.dedupe.buffer.size"] == 134217728
+    small = {"log.cleaner.threads": "2", "log.cleaner.dedupe.buffer.size": str(2 * 1024 * 1024)}
+    with pytest.raises(ConfigError, match=r"log\.cleaner\.dedupe\.buffer\.size.*2 threads"):
+        parse_server_config(small)
+    assert parse_server_config({**small, "log.cleaner.threads": "1"})
+    assert parse_server_config({**small, "log.cleaner.enable": "false"})
+
+
+def _ssl(**extra: str) -> dict[str, str]:
+    return {
+        "listeners": "SSL://127.0.0.1:9093",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": "/etc/kafka/server.pem",
+        **{k.replace("_", "."): v for k, v in extra.items()},
+    }
+
+
+def test_ssl_listener_with_a_pem_key_store_is_accepted() -> None:
+    cfg = parse_server_config(_ssl())
+    assert security_protocols(cfg)["SSL"] == "SSL"
+    assert cfg["ssl.enabled.protocols"] == ["TLSv1.2", "TLSv1.3"]
+    assert cfg["ssl.client.auth"] == "none"
+
+
+@pytest.mark.parametrize(
+    ("props", "named"),
+    [
+        ({**_ssl(), "ssl.keystore.type": "JKS"}, "ssl.keystore.type"),
+        ({**_ssl(), "ssl.keystore.password": "x"}, "ssl.keystore.password"),
+        (_ssl(ssl_client_auth="required"), "trust store"),
+        (_ssl(ssl_client_auth="sometimes"), "ssl.client.auth"),
+        (_ssl(ssl_enabled_protocols="TLSv1.1"), "ssl.enabled.protocols"),
+        ({**_ssl(), "ssl.keystore.key": "-----BEGIN"}, "go together"),
+        ({**_ssl(), "listener.name.ssl.ssl.bogus": "1"}, "listener.name.ssl.ssl.bogus"),
+        ({**_ssl(), "listener.name.ssl.ssl.client.auth": "maybe"}, "ssl.client.auth"),
+    ],
+)
+def test_bad_tls_settings_are_refused_by_name(props: dict[str, str], named: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(named)):
+        parse_server_config(props)
+
+
+def test_listener_prefixed_settings_override_the_unprefixed_ones() -> None:
+    props = {
+        "listeners": "INTERNAL://127.0.0.1:9093,EXTERNAL://127.0.0.1:9094",
+        "listener.security.protocol.map": "INTERNAL:SSL,EXTERNAL:SSL,CONTROLLER:PLAINTEXT",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": "/etc/kafka/shared.pem",
+        "listener.name.INTERNAL.ssl.keystore.location": "/etc/kafka/internal.pem",
+        "listener.name.internal.ssl.client.auth": "requested",
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": "/etc/kafka/ca.pem",
+    }
+    cfg = parse_server_config(props)
+    assert listener_value(cfg, "INTERNAL", "ssl.keystore.location") == "/etc/kafka/internal.pem"
+    assert listener_value(cfg, "EXTERNAL", "ssl.keystore.location") == "/etc/kafka/shared.pem"
+    assert listener_value(cfg, "INTERNAL", "ssl.client.auth") == "requested"
+    assert listener_value(cfg, "EXTERNAL", "ssl.client.auth") == "none"
+
+
+def test_a_cluster_node_needs_its_login_for_secured_links() -> None:
+    """A node logs in to the others' SASL controller and inter-broker listeners with the
+    username and password of that listener's JAAS configuration for the link's mechanism."""
+    with_login = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="n" password="p" user_n="p";'
+    )
+    users_only = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_n="p";'
+    cluster = {
+        "process.roles": "broker,controller",
+        "node.id": "1",
+        "controller.quorum.voters": "1@127.0.0.1:9093,2@127.0.0.1:9095",
+        "listeners": "PLAINTEXT://:9092,CONTROLLER://:9093,INTERNAL://:9094",
+        "listener.security.protocol.map": (
+            "PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_PLAINTEXT,INTERNAL:SASL_PLAINTEXT"
+        ),
+        "inter.broker.listener.name": "INTERNAL",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.mechanism.inter.broker.protocol": "PLAIN",
+        "sasl.mechanism.controller.protocol": "PLAIN",
+        "listener.name.controller.plain.sasl.jaas.config": with_login,
+        "listener.name.internal.plain.sasl.jaas.config": with_login,
+    }
+    parse_server_config(cluster)
+    with pytest.raises(ConfigError, match=r"listener INTERNAL .*sasl\.mechanism\.inter\.broker"):
+        parse_server_config(
+            {**cluster, "listener.name.internal.plain.sasl.jaas.config": users_only}
+        )
+    with pytest.raises(ConfigError, match=r"sasl\.mechanism\.controller\.protocol=GSSAPI"):
+        parse_server_config({**cluster, "sasl.mechanism.controller.protocol": "GSSAPI"})
+    # a lone node may name a SASL listener for inter-broker traffic (Kafka's example)
+    parse_server_config(
+        {
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:9092",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": users_only,
+            "security.inter.broker.protocol": "SASL_PLAINTEXT",
+        }
+    )

@@ -127,20 +127,41 @@ def test_damage_in_a_middle_segment_drops_every_later_segment(
     assert not segments[2].log_path.exists()
 
 
-def test_a_segment_that_does_not_continue_its_predecessor_is_dropped(
+def test_a_segment_overlapping_its_predecessor_is_dropped_one_after_a_gap_kept(
     open_log: OpenLog, make_config: MakeConfig
 ) -> None:
+    """Offsets may skip between segments (a follower rolls at the base offset of a batch a
+    cleaned leader sent after a gap, as Kafka's does); offsets going back never: a segment
+    starting below its predecessor's end is dropped, with every later one."""
     config = make_config(segment_bytes=1000, index_interval_bytes=200)
     plog = open_log(config=config)
     _fill(plog, 20)
     plog.close()
     segments = plog.segments()
-    # a flushed segment that lost its last batch leaves a gap before the next one
-    with open(segments[0].log_path, "r+b") as f:
-        f.truncate(segments[0].size - 224)
+    assert len(segments) >= 3
+    # the second segment's files renamed to start inside the first one
+    overlapping = segments[0].next_offset - 1
+    for path in plog.dir.glob(f"{segments[1].base_offset:020d}.*"):
+        path.rename(path.with_name(f"{overlapping:020d}{path.name[20:]}"))
     reopened = open_log(config=config, had_clean_shutdown=True)
-    assert reopened.log_end_offset == segments[0].next_offset - 2
-    assert len(reopened.segments()) == 1
+    assert [s.base_offset for s in reopened.segments()] == [0]
+    assert reopened.log_end_offset == segments[0].next_offset
+    assert _offsets(reopened) == list(range(segments[0].next_offset))
+    reopened.close()
+
+    plog = open_log("gap-0", config=config)
+    _fill(plog, 20)
+    segments = plog.segments()
+    last_position, last = list(segments[0].iter_headers())[-1]
+    plog.close()
+    # the first segment without its last batch: offsets skip before the second one
+    with open(segments[0].log_path, "r+b") as f:
+        f.truncate(last_position)
+    reopened = open_log("gap-0", config=config, had_clean_shutdown=True)
+    assert [s.base_offset for s in reopened.segments()] == [s.base_offset for s in segments]
+    assert reopened.log_end_offset == 40
+    lost = set(range(last.base_offset, last.next_offset))
+    assert _offsets(reopened) == [o for o in range(40) if o not in lost]
 
 
 def test_log_start_beyond_the_data_starts_afresh(

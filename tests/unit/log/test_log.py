@@ -290,17 +290,59 @@ def test_follower_append_keeps_the_leaders_offsets_and_epochs(open_log: OpenLog)
     assert follower.append_as_follower(b"").records_count == 0
 
 
-def test_follower_append_checks_crc_and_contiguity(open_log: OpenLog) -> None:
+def test_follower_append_checks_crc_and_that_offsets_come_after_the_log_end(
+    open_log: OpenLog,
+) -> None:
     leader = open_log("t-0")
     for _ in range(3):
         leader.append_as_leader(_batch(2), 1, NOW)
-    follower = open_log("t-1")
-    later = leader.read(2, 1 << 20).records
-    assert _code(follower.append_as_follower, later) == Errors.INVALID_RECORD
     whole = bytearray(leader.read(0, 1 << 20).records)
     whole[-1] ^= 0xFF
+    follower = open_log("t-1")
     assert _code(follower.append_as_follower, bytes(whole)) == Errors.CORRUPT_MESSAGE
     assert follower.log_end_offset == 0
+    # Offsets may skip (a compacted leader's log), as Kafka's follower accepts...
+    later = leader.read(2, 1 << 20).records
+    assert follower.append_as_follower(later).first_offset == 2
+    assert follower.log_end_offset == 6
+    # ...but never go back below the log end.
+    assert _code(follower.append_as_follower, later) == Errors.INVALID_RECORD
+    assert follower.log_end_offset == 6
+    # nor overlap each other within one fetch: nothing of it is written
+    overlapping = _batch(2, base_offset=6) + _batch(2, base_offset=7)
+    assert _code(follower.append_as_follower, overlapping) == Errors.INVALID_RECORD
+    assert follower.log_end_offset == 6
+    assert _all_offsets(follower) == [2, 3, 4, 5]
+
+
+def test_follower_batches_past_a_gap_wider_than_a_segment_holds_start_a_segment_at_them(
+    open_log: OpenLog,
+) -> None:
+    """Offsets a cleaned leader skipped may be more than a segment's 2^31 relative offsets:
+    as Kafka's follower, the segment rolled for such a batch starts at its base offset,
+    not at the log end (whose relative offsets could not reach it), also when the gap is
+    between two batches of one fetch."""
+    follower = open_log("t-1")
+    follower.append_as_follower(_batch(2))
+    far = 2 + (1 << 31) + 10
+    farther = far + (1 << 31) + 10
+    chunk = _batch(3, base_offset=far) + _batch(2, base_offset=farther)
+    follower.append_as_follower(chunk)
+    assert follower.log_end_offset == farther + 2
+    assert [s.base_offset for s in follower.segments()] == [0, far, farther]
+    expected = [0, 1, far, far + 1, far + 2, farther, farther + 1]
+    assert _all_offsets(follower) == expected
+    follower.close_files()
+    reopened = open_log("t-1")  # the indexes it wrote check out, nothing is cut
+    assert reopened.log_end_offset == farther + 2
+    assert _all_offsets(reopened) == expected
+    # an empty log (a follower starting over) takes the batch in a segment at its offset
+    reopened.truncate_fully_and_start_at(5)
+    reopened.append_as_follower(_batch(2, base_offset=far))
+    assert [s.base_offset for s in reopened.segments()] == [far]
+    assert _all_offsets(reopened) == [far, far + 1]
+    reopened.close_files()
+    assert _all_offsets(open_log("t-1")) == [far, far + 1]
 
 
 def test_follower_chunk_larger_than_a_segment_is_split(

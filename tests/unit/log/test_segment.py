@@ -273,14 +273,28 @@ def test_recover_keeps_valid_batches_and_rebuilds_indexes(tmp_path: Path) -> Non
     assert segment.time_index.last_entry() == (1042, BASE + 14)
 
 
-def test_recover_cuts_at_an_offset_gap(tmp_path: Path) -> None:
+def test_recover_keeps_an_offset_gap_and_cuts_offsets_going_back(tmp_path: Path) -> None:
     segment = _segment(tmp_path)
     good = _batch(BASE)
-    gap = _batch(BASE + 4)
-    segment.append([good], len(good), BASE + 2, 1002)
-    segment.append([gap], len(gap), BASE + 6, 1002)
-    assert segment.recover() == len(gap)
-    assert segment.next_offset == BASE + 3
+    gap = _batch(BASE + 4)  # offsets a cleaning removed: kept, as Kafka keeps them
+    after = _batch(BASE + 8)  # skips 107
+    for batch, last in ((good, BASE + 2), (gap, BASE + 6), (after, BASE + 10)):
+        segment.append([batch], len(batch), last, 1002)
+    assert segment.recover() == 0
+    assert segment.next_offset == BASE + 11
+    # ... but a batch whose offsets go back: the batch before it skipped offsets, and is taken
+    # for the damaged one (its base offset is outside the CRC)
+    back = _batch(BASE + 9)
+    segment.append([back], len(back), BASE + 11, 1002)
+    assert segment.recover() == len(after) + len(back)
+    assert segment.next_offset == BASE + 7
+
+
+def test_recover_cuts_a_batch_ending_past_the_next_segment(tmp_path: Path) -> None:
+    segment = _segment(tmp_path)
+    written = _fill(segment, 3)
+    assert segment.recover(end_offset=BASE + 8) == len(written[2])
+    assert segment.next_offset == BASE + 6
 
 
 def test_delete_removes_every_file(tmp_path: Path) -> None:

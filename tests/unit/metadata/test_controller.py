@@ -410,3 +410,25 @@ def test_quorum_acks_refuses_reassignments_that_break_it_and_unclean_elections()
         incremental=True,
     )
     assert d.results[0].error_code == Errors.INVALID_CONFIG
+
+
+def test_min_compaction_lag_above_max_is_refused_as_kafka_refuses_it() -> None:
+    c = _cluster()
+    spec = CreateTopicSpec(
+        "t", configs={"min.compaction.lag.ms": "60000", "max.compaction.lag.ms": "1000"}
+    )
+    result = c.create_topics([spec]).results[0]
+    assert result.error_code == Errors.INVALID_CONFIG
+    assert result.error_message == (
+        "conflict topic config setting min.compaction.lag.ms (60000) > max.compaction.lag.ms (1000)"
+    )
+    # against the broker's default of the other setting too
+    broker = _cluster(**{"log.cleaner.max.compaction.lag.ms": "5000"})
+    spec = CreateTopicSpec("t", configs={"min.compaction.lag.ms": "6000"})
+    assert broker.create_topics([spec]).results[0].error_code == Errors.INVALID_CONFIG
+    _commit(c, c.create_topics([CreateTopicSpec("ok", configs={"min.compaction.lag.ms": "10"})]))
+    topic = ConfigResourceType.TOPIC
+    bad = c.alter_configs(
+        [(topic, "ok", [ConfigOp("max.compaction.lag.ms", OpType.SET, "5")])], True
+    )
+    assert bad.results[0].error_code == Errors.INVALID_CONFIG

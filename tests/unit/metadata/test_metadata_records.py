@@ -30,8 +30,10 @@ from brook.metadata.records import (
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
     decode,
     encode,
 )
@@ -65,6 +67,8 @@ SAMPLES: list[MetadataRecord] = [
     NoOpRecord(),
     AccessControlEntryRecord(TOPIC_ID, 2, "orders-", 4, "User:alice", "*", 3, 3),
     RemoveAccessControlEntryRecord(TOPIC_ID),
+    UserScramCredentialRecord("alice", 1, b"salt", b"stored" * 6, b"server" * 6, 8192),
+    RemoveUserScramCredentialRecord("alice", 2),
 ]
 
 

@@ -451,17 +451,34 @@ def test_a_corrupt_batch_is_not_appended_and_is_fetched_again(tmp_path: Path) ->
     run(tmp_path, scenario)
 
 
-def test_records_that_do_not_continue_the_log_fail_the_partition(tmp_path: Path) -> None:
+def test_records_below_the_log_end_fail_the_partition(tmp_path: Path) -> None:
+    async def scenario(leader: LoopbackLeader, fetcher: ReplicaFetcher, f: Follower) -> None:
+        p = f.partition(0)
+        p.log.append_as_follower(batch(0, 5, 5))
+        fetcher.add(p)
+        fetcher.start()
+        got = await leader.next()
+        got.reply(fetch_response({TID: [partition_data(0, records=batch(2, 3, 5))]}, session_id=3))
+        got = await leader.next()
+        assert p.log.log_end_offset == 5
+        assert fetcher.partitions[("t", 0)].state.phase is Phase.FAILED
+        assert forgotten(got.request) == [0]
+
+    run(tmp_path, scenario)
+
+
+def test_records_after_offsets_a_compaction_removed_are_appended(tmp_path: Path) -> None:
     async def scenario(leader: LoopbackLeader, fetcher: ReplicaFetcher, f: Follower) -> None:
         p = f.partition(0)
         fetcher.add(p)
         fetcher.start()
         got = await leader.next()
+        # The leader's log is compacted: its first batch after offset 0 begins at 7.
         got.reply(fetch_response({TID: [partition_data(0, records=batch(7, 3, 5))]}, session_id=3))
         got = await leader.next()
-        assert p.log.log_end_offset == 0
-        assert fetcher.partitions[("t", 0)].state.phase is Phase.FAILED
-        assert forgotten(got.request) == [0]
+        assert p.log.log_end_offset == 10
+        assert fetcher.partitions[("t", 0)].state.phase is Phase.FETCHING
+        assert sent(got.request)[0][0] == 10
 
     run(tmp_path, scenario)
 
