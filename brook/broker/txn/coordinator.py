@@ -88,7 +88,10 @@ class TransactionCoordinator:
         self._creating: asyncio.Task[None] | None = None
         self._refusal_logged: str | None = None
         self._active = False
-        self.channels = NodeChannels(f"brook-txn-coordinator-{broker.node_id}")
+        # markers go to the other leaders' inter-broker listeners, logged in as the fetchers
+        self.channels = NodeChannels(
+            f"brook-txn-coordinator-{broker.node_id}", broker.inter_broker_security
+        )
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:

@@ -118,3 +118,49 @@ def test_quorum_and_replication_over_sasl_ssl(cluster: LocalCluster) -> None:
         assert "before SASL authentication" not in log
         assert "TLS handshake" not in log
         assert "refused" not in log
+
+
+def test_transaction_markers_travel_the_secured_inter_broker_links(cluster: LocalCluster) -> None:
+    """The transaction coordinator sends WriteTxnMarkers to the other partition leaders over the
+    inter-broker listener: it logs in there as the replica fetchers do, so a committed
+    transaction spanning every broker becomes visible under read_committed."""
+    cluster.wait_metadata_caught_up()
+    topic = f"secured-txn-{uuid.uuid4().hex[:6]}"
+    bootstrap = cluster.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(30)
+
+    def led_by_every_broker() -> bool:
+        meta = admin.list_topics(topic, timeout=10)
+        parts = meta.topics[topic].partitions.values()
+        return len(parts) == 3 and {p.leader for p in parts} == {1, 2, 3}
+
+    wait_for("a leader on every broker", led_by_every_broker)
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": f"secured-{uuid.uuid4().hex}"}
+    )
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    for p in range(3):
+        producer.produce(topic, f"committed-{p}".encode(), partition=p)
+    producer.commit_transaction(60)
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": topic,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 60
+    while len(got) < 3 and time.monotonic() < deadline:
+        msg = consumer.poll(0.5)
+        if msg is not None and msg.error() is None:
+            got.append(msg.value())
+    consumer.close()
+    assert sorted(got) == [f"committed-{p}".encode() for p in range(3)]
+    for node in cluster.nodes:
+        assert "before SASL authentication" not in node.log_path.read_text()
