@@ -14,13 +14,12 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from brook.metadata.controller_api import ControllerError
 from brook.protocol.batch import CONTROL_BIT, LOG_OVERHEAD, BatchHeader, CorruptBatch, check_batch
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.records import Record, batch_records, build_batch, encode_record
 from brook.protocol.txn_marker import MarkerFormatError, TxnMarker, read_marker
 
-from ..controller_channel import call_controller
+from ..internal_topic import InternalTopicCreator
 from .model import (
     UNKNOWN_MEMBER_ID,
     Action,
@@ -32,7 +31,7 @@ from .model import (
     StoreGroup,
     SyncResult,
 )
-from .offsets_topic import offsets_topic_spec, too_few_brokers
+from .offsets_topic import OFFSETS
 from .state import Group
 from .store import (
     OFFSETS_TOPIC,
@@ -106,8 +105,7 @@ class GroupCoordinator:
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
-        self._creating: asyncio.Task[None] | None = None
-        self._refusal_logged: str | None = None
+        self.offsets_topic = InternalTopicCreator(broker, OFFSETS)
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -164,39 +162,12 @@ class GroupCoordinator:
     async def find_coordinator(self, key: str) -> tuple[int, int]:
         """(error, node id) of the coordinator of group ``key``; creates the offsets topic on
         first use, as Kafka does."""
-        if not await self._ensure_offsets_topic():
+        if not await self.offsets_topic.ensure():
             return Errors.COORDINATOR_NOT_AVAILABLE, -1
         info = self.broker.image.partition(OFFSETS_TOPIC, self.partition_for(key))
         if info is None or info.leader < 0:
             return Errors.COORDINATOR_NOT_AVAILABLE, -1
         return Errors.NONE, info.leader
-
-    async def _ensure_offsets_topic(self) -> bool:
-        if OFFSETS_TOPIC in self.broker.image.topics:
-            return True
-        if self._creating is None or self._creating.done():
-            self._creating = asyncio.get_running_loop().create_task(self._create_offsets_topic())
-        with contextlib.suppress(Exception):
-            await asyncio.shield(self._creating)
-        return OFFSETS_TOPIC in self.broker.image.topics
-
-    async def _create_offsets_topic(self) -> None:
-        cfg = self.broker.config
-        live = len(self.broker.image.live_brokers())
-        refusal = too_few_brokers(live, int(cfg["offsets.topic.replication.factor"]))
-        if refusal is not None:
-            if refusal != self._refusal_logged:
-                log.warning(refusal)
-                self._refusal_logged = refusal
-            return
-        spec = offsets_topic_spec(cfg)
-        try:
-            (result,) = await call_controller(self.broker, lambda c: c.create_topics([spec], False))
-        except ControllerError as exc:
-            log.warning("could not create %s: %s", OFFSETS_TOPIC, exc)
-            return
-        if not result.ok and result.error_code != Errors.TOPIC_ALREADY_EXISTS:
-            log.warning("could not create %s: %s", OFFSETS_TOPIC, result.error_message)
 
     # ------------------------------------------------------------------ membership
     async def join_group(

@@ -18,7 +18,6 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from brook.metadata.controller_api import ControllerError
 from brook.net.connection import NodeChannels
 from brook.protocol.api import ApiKey
 from brook.protocol.batch import CONTROL_BIT, LOG_OVERHEAD, CorruptBatch, check_batch
@@ -26,14 +25,14 @@ from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.records import Record, batch_records, build_batch, encode_record
 from brook.protocol.txn_marker import TxnMarker
 
-from ..controller_channel import call_controller
 from ..handlers.write_txn_markers import write_local
+from ..internal_topic import InternalTopicCreator
 from .loading import Completion, load_partition
 from .log_records import TRANSACTION_STATE_TOPIC, encode_key, encode_value
 from .manager import Routed, TxnStateManager
 from .markers import MarkerError, PendingMarkers, Progress, markers_for
 from .state import TopicPartition, TxnConfig, TxnMetadata, TxnState
-from .state_topic import too_few_brokers, transaction_topic_spec
+from .state_topic import TRANSACTION_STATE
 
 if TYPE_CHECKING:
     from ..partition import Partition
@@ -85,8 +84,7 @@ class TransactionCoordinator:
         self._loading: dict[int, asyncio.Task[None]] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
-        self._creating: asyncio.Task[None] | None = None
-        self._refusal_logged: str | None = None
+        self.state_topic = InternalTopicCreator(broker, TRANSACTION_STATE)
         self._active = False
         # markers go to the other leaders' inter-broker listeners, logged in as the fetchers
         self.channels = NodeChannels(
@@ -148,7 +146,7 @@ class TransactionCoordinator:
     async def find_coordinator(self, transactional_id: str) -> tuple[int, int]:
         """(error, node id) of the coordinator of ``transactional_id``; creates
         ``__transaction_state`` on first use, as Kafka does."""
-        if not self._active or not await self._ensure_topic():
+        if not self._active or not await self.state_topic.ensure():
             return Errors.COORDINATOR_NOT_AVAILABLE, -1
         self.manager.num_partitions = self.num_partitions
         info = self.broker.image.partition(
@@ -157,33 +155,6 @@ class TransactionCoordinator:
         if info is None or info.leader < 0:
             return Errors.COORDINATOR_NOT_AVAILABLE, -1
         return Errors.NONE, info.leader
-
-    async def _ensure_topic(self) -> bool:
-        if TRANSACTION_STATE_TOPIC in self.broker.image.topics:
-            return True
-        if self._creating is None or self._creating.done():
-            self._creating = asyncio.get_running_loop().create_task(self._create_topic())
-        with contextlib.suppress(Exception):
-            await asyncio.shield(self._creating)
-        return TRANSACTION_STATE_TOPIC in self.broker.image.topics
-
-    async def _create_topic(self) -> None:
-        cfg = self.broker.config
-        live = len(self.broker.image.live_brokers())
-        refusal = too_few_brokers(live, int(cfg["transaction.state.log.replication.factor"]))
-        if refusal is not None:
-            if refusal != self._refusal_logged:
-                log.warning(refusal)
-                self._refusal_logged = refusal
-            return
-        spec = transaction_topic_spec(cfg)
-        try:
-            (result,) = await call_controller(self.broker, lambda c: c.create_topics([spec], False))
-        except ControllerError as exc:
-            log.warning("could not create %s: %s", TRANSACTION_STATE_TOPIC, exc)
-            return
-        if not result.ok and result.error_code != Errors.TOPIC_ALREADY_EXISTS:
-            log.warning("could not create %s: %s", TRANSACTION_STATE_TOPIC, result.error_message)
 
     # ------------------------------------------------------------------ requests
     async def init_producer_id(

@@ -11,19 +11,8 @@ from typing import Any
 
 from brook.metadata.controller import CreateTopicSpec
 
+from ..internal_topic import InternalTopic
 from .log_records import TRANSACTION_STATE_TOPIC
-
-
-def too_few_brokers(live: int, replication_factor: int) -> str | None:
-    """Kafka's message when the alive brokers cannot hold the topic; None when they can."""
-    if live >= replication_factor:
-        return None
-    return (
-        f"Number of alive brokers '{live}' does not meet the required replication factor "
-        f"'{replication_factor}' for the transactions state topic (configured via "
-        "'transaction.state.log.replication.factor'). This error can be ignored if the "
-        "cluster is starting up and not all brokers are up yet."
-    )
 
 
 def transaction_topic_spec(config: Mapping[str, Any]) -> CreateTopicSpec:
@@ -39,3 +28,11 @@ def transaction_topic_spec(config: Mapping[str, Any]) -> CreateTopicSpec:
             "unclean.leader.election.enable": "false",
         },
     )
+
+
+TRANSACTION_STATE = InternalTopic(
+    TRANSACTION_STATE_TOPIC,
+    "transactions state topic",
+    "transaction.state.log.replication.factor",
+    transaction_topic_spec,
+)
