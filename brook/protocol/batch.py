@@ -27,7 +27,7 @@ stamping the leader epoch need no new CRC), and rewrites ``baseOffset`` and
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from crc32c import crc32c
@@ -158,6 +158,27 @@ def iter_batches(
         header = check_batch(buf, pos, end)
         yield pos, header
         pos += header.size
+
+
+def iter_whole_batches(
+    buf: bytes | bytearray | memoryview, on_corrupt: Callable[[CorruptBatch], None]
+) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield (position, header) of each whole batch in ``buf``: a partial trailing batch ends
+    the walk, a corrupt one is reported to ``on_corrupt`` and skipped (a coordinator loading
+    its topic keeps everything it can read)."""
+    pos = 0
+    end = len(buf)
+    while end - pos >= LOG_OVERHEAD:
+        size = _INT32.unpack_from(buf, pos + 8)[0] + LOG_OVERHEAD
+        if pos + size > end:
+            return
+        try:
+            header = check_batch(buf, pos, end)
+        except CorruptBatch as exc:
+            on_corrupt(exc)
+        else:
+            yield pos, header
+        pos += size
 
 
 def patch_base_offset(buf: bytearray | memoryview, pos: int, base_offset: int) -> None:

@@ -9,12 +9,11 @@ import asyncio
 import contextlib
 import heapq
 import logging
-import struct
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from brook.protocol.batch import CONTROL_BIT, LOG_OVERHEAD, BatchHeader, CorruptBatch, check_batch
+from brook.protocol.batch import CONTROL_BIT, BatchHeader, iter_whole_batches
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.records import Record, batch_records, build_batch, encode_record
 from brook.protocol.txn_marker import MarkerFormatError, TxnMarker, read_marker
@@ -713,27 +712,18 @@ class GroupCoordinator:
 def _batches(buf: bytes) -> Iterator[tuple[BatchHeader, TxnMarker | None, list[Record]]]:
     """(header, what a transaction marker says, records) of each whole batch in ``buf``;
     control batches have no records (a transaction marker's is read into its marker)."""
-    pos = 0
-    end = len(buf)
-    while end - pos >= LOG_OVERHEAD:
-        size = struct.unpack_from(">i", buf, pos + 8)[0] + LOG_OVERHEAD
-        if pos + size > end:
-            break
-        try:
-            header = check_batch(buf, pos, end)
-        except CorruptBatch:
-            log.warning("skipping a corrupt batch in %s", OFFSETS_TOPIC)
-            pos += size
-            continue
+    for pos, header in iter_whole_batches(buf, _corrupt):
         marker = None
-        if header.attributes & CONTROL_BIT:
-            records: list[Record] = []
-            if header.is_transactional:
-                try:
-                    marker = read_marker(buf[pos : pos + size])
-                except MarkerFormatError:
-                    log.warning("skipping a malformed marker in %s", OFFSETS_TOPIC)
-        else:
+        records: list[Record] = []
+        if not header.attributes & CONTROL_BIT:
             records = batch_records(buf, pos, header)
+        elif header.is_transactional:
+            try:
+                marker = read_marker(buf[pos : pos + header.size])
+            except MarkerFormatError:
+                log.warning("skipping a malformed marker in %s", OFFSETS_TOPIC)
         yield header, marker, records
-        pos += size
+
+
+def _corrupt(exc: Exception) -> None:
+    log.warning("skipping a corrupt batch in %s: %s", OFFSETS_TOPIC, exc)

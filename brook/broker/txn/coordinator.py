@@ -13,14 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import struct
 import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from brook.net.connection import NodeChannels
 from brook.protocol.api import ApiKey
-from brook.protocol.batch import CONTROL_BIT, LOG_OVERHEAD, CorruptBatch, check_batch
+from brook.protocol.batch import CONTROL_BIT, iter_whole_batches
 from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.records import Record, batch_records, build_batch, encode_record
 from brook.protocol.txn_marker import TxnMarker
@@ -414,18 +413,10 @@ class TransactionCoordinator:
 
 def _batches(buf: bytes) -> Iterator[tuple[int, list[Record]]]:
     """(last offset, records) of each whole batch; control batches have none."""
-    pos = 0
-    end = len(buf)
-    while end - pos >= LOG_OVERHEAD:
-        size = struct.unpack_from(">i", buf, pos + 8)[0] + LOG_OVERHEAD
-        if pos + size > end:
-            break
-        try:
-            header = check_batch(buf, pos, end)
-        except CorruptBatch:
-            log.warning("skipping a corrupt batch in %s", TRANSACTION_STATE_TOPIC)
-            pos += size
-            continue
+    for pos, header in iter_whole_batches(buf, _corrupt):
         records = [] if header.attributes & CONTROL_BIT else batch_records(buf, pos, header)
         yield header.last_offset, records
-        pos += size
+
+
+def _corrupt(exc: Exception) -> None:
+    log.warning("skipping a corrupt batch in %s: %s", TRANSACTION_STATE_TOPIC, exc)

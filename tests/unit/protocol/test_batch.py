@@ -11,6 +11,7 @@ from brook.protocol.batch import (
     CorruptBatch,
     check_batch,
     iter_batches,
+    iter_whole_batches,
     patch_base_offset,
     patch_leader_epoch,
     read_header,
@@ -87,3 +88,14 @@ def test_log_append_time_sets_bit_timestamp_and_a_valid_crc() -> None:
     assert header.log_append_time and header.max_timestamp == 123456
     assert [r.timestamp for _, r in iter_records(batch)] == [123456, 123456]
     assert read_header(batch).base_timestamp == 5
+
+
+def test_whole_batches_skip_a_corrupt_one_and_stop_at_a_partial_one() -> None:
+    good = build_simple_batch([b"a"])
+    bad = bytearray(build_simple_batch([b"b"]))
+    bad[-1] ^= 0xFF  # the CRC no longer matches
+    buf = good + bytes(bad) + good + good[:-3]
+    corrupt: list[CorruptBatch] = []
+    found = [pos for pos, _ in iter_whole_batches(buf, corrupt.append)]
+    assert found == [0, 2 * len(good)]
+    assert len(corrupt) == 1 and "CRC" in str(corrupt[0])
