@@ -50,14 +50,18 @@ class OffsetCache:
     ) -> None:
         """Finish a commit; ``first_position`` is the log offset of its first record (records
         follow in ``committed``'s order), or None when the write failed."""
-        for tp in committed:
-            self._pending[tp] -= 1
-            if self._pending[tp] <= 0:
-                del self._pending[tp]
+        self._written(committed)
         if first_position is None:
             return
         for i, (tp, value) in enumerate(committed.items()):
             self.apply(tp, value, first_position + i)
+
+    def _written(self, tps: Iterable[TopicPartition]) -> None:
+        """A write ``begin_commit`` announced has ended (either way)."""
+        for tp in tps:
+            self._pending[tp] -= 1
+            if self._pending[tp] <= 0:
+                del self._pending[tp]
 
     # -------------------------------------------------------------- transactions
     def end_txn_commit(
@@ -68,10 +72,7 @@ class OffsetCache:
     ) -> None:
         """Finish a TxnOffsetCommit's write (``begin_commit`` first): its offsets wait for the
         transaction's marker. None: the write failed, nothing waits."""
-        for tp in committed:
-            self._pending[tp] -= 1
-            if self._pending[tp] <= 0:
-                del self._pending[tp]
+        self._written(committed)
         if first_position is None:
             return
         held = self._txn.setdefault(producer_id, {})
