@@ -411,9 +411,9 @@ def _route(
     be asked: an unknown topic or partition, no leader."""
     by_leader, errors = group_by_leader(core.network.cluster, tps)
     out: Outcome = {
-        tp: KafkaError(exc.code, f"{exc.message}: the topic or partition does not exist")
-        if exc.code == Errors.UNKNOWN_TOPIC_OR_PARTITION
-        else exc
+        tp: exc
+        if exc.code == Errors.LEADER_NOT_AVAILABLE
+        else _producers_error(tp, exc.code, broker_id)
         for tp, exc in errors.items()
     }
     if broker_id is None:
@@ -443,6 +443,8 @@ def _abort_error(spec: AbortTransactionSpec, code: int) -> KafkaError:
     elif code == Errors.UNKNOWN_TOPIC_OR_PARTITION:
         tp = spec.topic_partition
         why = f"failed: partition {tp.topic}-{tp.partition} does not exist"
+    elif code == Errors.TOPIC_AUTHORIZATION_FAILED:
+        why = f"failed due to authorization failure on topic `{spec.topic_partition.topic}`"
     else:
         why = "failed due to unexpected error"
     return KafkaError(code, f"WriteTxnMarkers request with {spec} {why}")
