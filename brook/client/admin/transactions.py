@@ -24,11 +24,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from brook.protocol.api import ApiKey
-from brook.protocol.build import to_ms
+from brook.protocol.api import ApiKey, request_class
+from brook.protocol.build import build
+from brook.protocol.describe_transactions_codec import (
+    MAX_VERSION,
+    DescribedTransaction,
+    read_describe_transactions_response,
+)
 from brook.protocol.errors import Errors, KafkaError
+from brook.protocol.framing import encode_kio
 
 from ..cluster import BrokerNode, TopicPartition
+from ..connection import ProtocolError
 from ..list_offsets import describe_partition, group_by_leader
 from .core import AdminCore, Outcome
 
@@ -232,19 +239,37 @@ def _description_error(tid: str, code: int) -> KafkaError:
     return KafkaError(code, f"DescribeTransactions request for transactionalId `{tid}` {why}")
 
 
-def _description(node_id: int, state: Any) -> TransactionDescription:
-    start = to_ms(state.transaction_start_time)
+def _description(node_id: int, state: DescribedTransaction) -> TransactionDescription:
+    start = state.transaction_start_time_ms
     return TransactionDescription(
         coordinator_id=node_id,
-        state=str(state.transaction_state),
-        producer_id=int(state.producer_id),
-        producer_epoch=int(state.producer_epoch),
-        transaction_timeout_ms=to_ms(state.transaction_timeout),
+        state=state.transaction_state,
+        producer_id=state.producer_id,
+        producer_epoch=state.producer_epoch,
+        transaction_timeout_ms=state.transaction_timeout_ms,
         transaction_start_time_ms=None if start < 0 else start,
         topic_partitions=frozenset(
-            TopicPartition(t.topic, int(p)) for t in state.topics for p in t.partitions
+            TopicPartition(topic, p) for topic, partitions in state.topics for p in partitions
         ),
     )
+
+
+async def _describe_on(
+    core: AdminCore, node_id: int, tids: list[str], timeout_ms: int
+) -> list[DescribedTransaction]:
+    """One DescribeTransactions request, its response read by hand (see
+    describe_transactions_codec: kio cannot read the -1 start time of an idle id)."""
+    conn = await core.network.connection(node_id)
+    version = conn.version_for(ApiKey.DESCRIBE_TRANSACTIONS, client_max=MAX_VERSION)
+    cls = request_class(ApiKey.DESCRIBE_TRANSACTIONS, version)
+    body = encode_kio(build(cls, {"transactional_ids": tids}))
+    raw = await conn.send_raw(ApiKey.DESCRIBE_TRANSACTIONS, version, body, timeout_ms=timeout_ms)
+    try:
+        return read_describe_transactions_response(raw)[1]
+    except ValueError as exc:
+        raise ProtocolError(
+            f"cannot decode DescribeTransactions v{version} response from broker {node_id}: {exc}",
+        ) from None
 
 
 async def describe_transactions(
@@ -267,20 +292,15 @@ async def describe_transactions(
             by_node.setdefault(node.node_id, []).append(tid)
         for node_id, tids in by_node.items():
             try:
-                resp = await core.send_to(
-                    node_id,
-                    ApiKey.DESCRIBE_TRANSACTIONS,
-                    {"transactional_ids": tids},
-                    timeout_ms=core.op_timeout(deadline),
-                )
+                states = await _describe_on(core, node_id, tids, core.op_timeout(deadline))
             except KafkaError as exc:
                 out.update(dict.fromkeys(tids, exc))
                 continue
-            for state in resp.transaction_states:
+            for state in states:
                 tid = state.transactional_id
                 if tid not in pending:
                     continue  # not asked for (Java ignores it too)
-                code = int(state.error_code)
+                code = state.error_code
                 out[tid] = _description_error(tid, code) if code else _description(node_id, state)
             for tid in tids:
                 out.setdefault(
@@ -318,7 +338,7 @@ def _producer(p: Any) -> ProducerState:
         producer_id=int(p.producer_id),
         producer_epoch=int(p.producer_epoch),
         last_sequence=int(p.last_sequence),
-        last_timestamp=to_ms(p.last_timestamp),
+        last_timestamp=int(p.last_timestamp),
         coordinator_epoch=None if coordinator_epoch < 0 else coordinator_epoch,
         current_transaction_start_offset=None if start < 0 else start,
     )

@@ -105,6 +105,18 @@ def test_list_and_describe_a_live_transaction(
     assert row[8] == f"{topic}-0,{topic}-1"
 
 
+def test_describe_an_idle_transactional_id(tool: Tool, broker: BrookProcess) -> None:
+    """Kafka sends start time -1 for an id with no transaction running: None, None."""
+    tid = f"idle-{uuid.uuid4().hex[:6]}"
+    Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": tid}).init_transactions(30)
+    code, out, err = tool(
+        "transactions", "describe", "--transactional-id", tid, bootstrap=broker.bootstrap
+    )
+    assert (code, err) == (0, "")
+    _, row = _table(out)
+    assert row[1:2] + row[3:] == [tid, "0", "Empty", "60000", "None", "None", ""]
+
+
 def test_describe_an_unknown_transactional_id(tool: Tool, broker: BrookProcess) -> None:
     code, out, err = tool(
         "transactions", "describe", "--transactional-id", "nobody", bootstrap=broker.bootstrap
