@@ -21,6 +21,8 @@ from rawclient import RawClient, create_topic, produce
 from support import BrookProcess
 from txn_support import READ_COMMITTED, TxnProducer, fetch_at, latest, values
 
+from brook.client.cluster import TopicPartition
+from brook.client.consumer import Consumer
 from brook.protocol.records import build_simple_batch
 
 
@@ -223,8 +225,29 @@ def _find_hanging(tool: Tool, broker: BrookProcess, *scope: str) -> list[list[st
 
 
 def _committed_values(broker: BrookProcess, topic: str) -> list[bytes]:
+    """What a raw read_committed Fetch returns: whole batches below the LSO (aborted ones
+    too; the client drops those)."""
     with RawClient(broker.bootstrap) as c:
         return values(fetch_at(c, topic, READ_COMMITTED))
+
+
+def _read_committed(broker: BrookProcess, topic: str, want: int) -> list[bytes]:
+    """Brook's consumer with isolation.level=read_committed, from the start of partition 0."""
+    consumer = Consumer(
+        {"bootstrap.servers": broker.bootstrap, "isolation.level": "read_committed"}
+    )
+    tp = TopicPartition(topic, 0)
+    try:
+        consumer.assign([tp])
+        consumer.seek(tp, 0)
+        got: list[bytes] = []
+        deadline = time.monotonic() + 30
+        while len(got) < want and time.monotonic() < deadline:
+            got += [r.value for r in consumer.poll(200) if r.value is not None]
+        got += [r.value for r in consumer.poll(300) if r.value is not None]  # nothing more
+        return got
+    finally:
+        consumer.close()
 
 
 def test_a_hanging_transaction_is_found_and_aborted(
@@ -241,6 +264,7 @@ def test_a_hanging_transaction_is_found_and_aborted(
         # The open transaction holds the last stable offset at its start.
         assert latest(c, topic, READ_COMMITTED) == 0 and latest(c, topic, 0) == 4
     assert _committed_values(broker, topic) == []
+    assert _read_committed(broker, topic, 0) == []
 
     found = _find_hanging(tool, broker, "--topic", topic)
     assert len(found) == 1
@@ -268,6 +292,7 @@ def test_a_hanging_transaction_is_found_and_aborted(
     with RawClient(broker.bootstrap) as c:
         assert latest(c, topic, READ_COMMITTED) == 5  # past the marker at offset 4
     assert _committed_values(broker, topic) == [b"stuck", b"after-0", b"after-1", b"after-2"]
+    assert _read_committed(broker, topic, 3) == [b"after-0", b"after-1", b"after-2"]
     with RawClient(broker.bootstrap) as c:
         aborted = fetch_at(c, topic, READ_COMMITTED).aborted_transactions
         assert [(a.producer_id, a.first_offset) for a in aborted] == [(hanging.pid, 0)]
