@@ -313,7 +313,10 @@ def abort_spec_given(tp: TopicPartition, args: argparse.Namespace) -> AbortTrans
 
 
 def check_args(args: argparse.Namespace) -> None:
-    """Kafka's checks made before anything is asked of the cluster."""
+    """Kafka's checks made before anything is asked of the cluster, and an empty topic name
+    refused with Kafka's message for it (its brokers would answer INVALID_TOPIC_EXCEPTION)."""
+    if getattr(args, "topic", None) == "":
+        raise CommandError("Topic name is illegal, it can't be empty")
     if args.command == "abort" and args.start_offset is None and args.producer_id is None:
         raise CommandError(
             "The transaction to abort must be identified either with --start-offset (for "

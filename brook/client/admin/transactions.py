@@ -234,6 +234,8 @@ def _description_error(tid: str, code: int) -> KafkaError:
         why = "failed due to authorization failure"
     elif code == Errors.TRANSACTIONAL_ID_NOT_FOUND:
         why = "failed because the ID could not be found"
+    elif code == Errors.INVALID_REQUEST and not tid:
+        why = "failed: a transactional id cannot be empty"
     else:
         why = "failed due to unexpected error"
     return KafkaError(code, f"DescribeTransactions request for transactionalId `{tid}` {why}")

@@ -132,6 +132,11 @@ def test_describe_an_unknown_transactional_id(tool: Tool, broker: BrookProcess) 
     assert (code, out) == (1, "")
     assert err.startswith("Failed to describe transaction state of transactional-id `nobody`: ")
     assert "TRANSACTIONAL_ID_NOT_FOUND" in err and "could not be found" in err
+    code, out, err = tool(
+        "transactions", "describe", "--transactional-id", "", bootstrap=broker.bootstrap
+    )
+    assert (code, out) == (1, "")
+    assert "INVALID_REQUEST" in err and "a transactional id cannot be empty" in err
 
 
 def test_describe_producers(tool: Tool, broker: BrookProcess) -> None:

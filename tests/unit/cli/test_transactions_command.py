@@ -179,6 +179,14 @@ def test_abort_spec_from_ids() -> None:
             ["find-hanging", "--broker-id", "1", "--partition", "0"],
             "The --partition argument requires --topic to be provided",
         ),
+        (
+            ["describe-producers", "--topic", "", "--partition", "0"],
+            "Topic name is illegal, it can't be empty",
+        ),
+        (
+            ["abort", "--topic", "", "--partition", "0", "--start-offset", "0"],
+            "Topic name is illegal, it can't be empty",
+        ),
     ],
 )
 def test_argument_checks(argv: list[str], message: str) -> None:
