@@ -3,7 +3,8 @@ kafka's producer listed and described with the broker that coordinates it; a han
 transaction on an RF-3 partition described on a follower (``--broker-id``: every replica keeps
 the producer state, as Kafka's answer DescribeProducers from any replica), found by
 ``find-hanging`` by topic and by a follower's id, then aborted through the leader so the last
-stable offset moves on and confluent-kafka's read_committed consumer sees what follows."""
+stable offset moves on and confluent-kafka's read_committed consumer sees what follows; and
+after kill -9 of the partition's leader, the same found and aborted on the new leader."""
 
 from __future__ import annotations
 
@@ -154,3 +155,51 @@ def test_hanging_transaction_on_a_cluster(tmp_path: Path, tool: Tool) -> None:
         )
         assert (code, err, _rows(out)) == (0, "", [])
         producer.abort_transaction(30)
+
+
+def test_a_hanging_transaction_outlives_its_leader_and_is_aborted_on_the_new_one(
+    tmp_path: Path, tool: Tool
+) -> None:
+    """kill -9 of the partition's leader: the new leader has the open transaction in its
+    producer state, find-hanging reports it there, and abort writes the marker there."""
+    with local_cluster(tmp_path / "c", nodes=3, overrides=FAST) as cluster:
+        topic = f"hang-{uuid.uuid4().hex[:6]}"
+        with Admin({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
+            admin.create_topics([NewTopic(topic, 1, 3, configs={"min.insync.replicas": "2"})])
+            wait_fully_replicated(admin, topic)
+            leader = int(admin.describe_topics([topic])[topic].partitions[0].leader)
+        with RawClient(cluster.node(leader).broker_address) as c:
+            hanging = TxnProducer(c, topic)
+            assert hanging.send(b"stuck") == (0, 0)  # acks=all: on the ISR
+            batch = build_simple_batch([b"after"])
+            assert produce(c, topic, 0, batch).responses[0].partition_responses[0].error_code == 0
+
+        cluster.kill(leader)
+        survivors = ",".join(cluster.node(n).broker_address for n in (1, 2, 3) if n != leader)
+        with Admin({"bootstrap.servers": survivors}) as admin:
+
+            def new_leader() -> int | None:
+                n = int(admin.describe_topics([topic])[topic].partitions[0].leader)
+                return n if n not in (-1, leader) else None
+
+            elected = wait_for("a new leader", new_leader, timeout=60)
+
+        def found() -> list[list[str]] | None:
+            code, out, err = tool(
+                survivors, "find-hanging", "--topic", topic, "--max-transaction-timeout", "0"
+            )
+            assert (code, err) == (0, ""), err
+            return _rows(out) or None
+
+        (row,) = wait_for("the hanging transaction on the new leader", found, timeout=60)
+        assert row[:6] == [topic, "0", str(hanging.pid), str(hanging.epoch), "-1", "0"]
+        code, out, err = tool(survivors, "describe-producers", "--topic", topic, "--partition", "0")
+        assert (code, err) == (0, "") and _rows(out)[0][5] == "0"
+
+        code, out, err = tool(
+            survivors, "abort", "--topic", topic, "--partition", "0", "--start-offset", "0"
+        )
+        assert (code, out, err) == (0, "", "")
+        with RawClient(cluster.node(elected).broker_address) as c:
+            assert latest(c, topic, READ_COMMITTED) == 3  # past the marker at offset 2
+        assert _read_committed(survivors, topic) == [b"after"]
