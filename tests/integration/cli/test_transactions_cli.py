@@ -389,3 +389,22 @@ def test_abort_errors_name_what_was_wrong(tool: Tool, broker: BrookProcess) -> N
     )
     assert code == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in err
     assert re.search(r"partition no-such-topic-0 does not exist", err), err
+
+
+def test_command_config(tool: Tool, broker: BrookProcess, tmp_path: Path) -> None:
+    config = tmp_path / "admin.properties"
+    config.write_text("client.id=txn-tool\nrequest.timeout.ms=15000\n")
+    code, out, err = tool(
+        "transactions", "--command-config", str(config), "list", bootstrap=broker.bootstrap
+    )
+    assert (code, err) == (0, "") and out.startswith("TransactionalId")
+    config.write_text("no.such.setting=1\n")
+    code, out, err = tool(
+        "transactions", "--command-config", str(config), "list", bootstrap=broker.bootstrap
+    )
+    assert (code, out) == (1, "") and "no.such.setting" in err
+    missing = tmp_path / "missing.properties"
+    code, out, err = tool(
+        "transactions", "--command-config", str(missing), "list", bootstrap=broker.bootstrap
+    )
+    assert (code, out) == (1, "") and str(missing) in err
