@@ -1,6 +1,7 @@
 """What Brook's Kafka-style tools share: client properties from ``--bootstrap-server`` and
-``--command-config``, Kafka's topic include-list filter, Kafka's text form of topic ids, and
-the way Kafka's scripts report errors (a message, exit code 1)."""
+``--command-config``, Kafka's topic include-list filter, Kafka's text form of topic ids, its
+tab-separated tables (ToolsUtils.prettyPrintTable), and the way Kafka's scripts report errors
+(a message, exit code 1)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ __all__ = [
     "CommandError",
     "ToolParser",
     "client_properties",
+    "format_table",
     "include_list",
     "java_exception_text",
     "kafka_uuid",
@@ -163,6 +165,18 @@ def java_exception_text(code: int, message: str | None) -> str:
         java += "Exception"
     text = f"org.apache.kafka.common.errors.{java}"
     return f"{text}: {message}" if message else text
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Kafka's ToolsUtils.prettyPrintTable: each column padded to its widest value, every
+    value followed by a tab."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(v)) for w, v in zip(widths, row, strict=True)]
+    lines = [
+        "".join(f"{v:<{w}}\t" for v, w in zip(row, widths, strict=True)) for row in [headers, *rows]
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def kafka_uuid(value: uuid.UUID | None) -> str:

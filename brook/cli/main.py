@@ -50,6 +50,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "brook.cli.reassign_partitions",
         "move partition replicas between brokers (kafka-reassign-partitions)",
     ),
+    "transactions": (
+        "brook.cli.transactions",
+        "list, describe and abort transactions, find hanging ones (kafka-transactions)",
+    ),
     "metadata-quorum": (
         "brook.cli.metadata_quorum",
         "describe the KRaft metadata quorum (kafka-metadata-quorum)",

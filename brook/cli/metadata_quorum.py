@@ -25,6 +25,7 @@ from .common import (
     CommandError,
     ToolParser,
     client_properties,
+    format_table,
     kafka_uuid,
     parse_args,
     run,
@@ -199,18 +200,6 @@ def relative_time_ms(timestamp_ms: int, what: str, now_ms: int) -> int:
             f"Current timestamp is {now_ms}, {what} timestamp is {timestamp_ms}"
         )
     return now_ms - timestamp_ms
-
-
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Kafka's ToolsUtils.prettyPrintTable: each column padded to its widest value, every
-    value followed by a tab."""
-    widths = [len(h) for h in headers]
-    for row in rows:
-        widths = [max(w, len(v)) for w, v in zip(widths, row, strict=True)]
-    lines = [
-        "".join(f"{v:<{w}}\t" for v, w in zip(row, widths, strict=True)) for row in [headers, *rows]
-    ]
-    return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------------------------------------

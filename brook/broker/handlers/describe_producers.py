@@ -1,10 +1,13 @@
-"""DescribeProducers (61), v0: the producers a partition's leader knows (KIP-664), each with
+"""DescribeProducers (61), v0: the producers a partition's replica knows (KIP-664), each with
 its epoch, last sequence and timestamp, the epoch of the coordinator whose marker it last got,
 and where its open transaction began (-1 for none): how an operator finds a hanging
 transaction, one whose marker never came (``kafka-transactions.sh find-hanging``).
 
-Each topic needs READ (TOPIC_AUTHORIZATION_FAILED on its partitions); a partition not led here
-gets NOT_LEADER_OR_FOLLOWER, one that does not exist UNKNOWN_TOPIC_OR_PARTITION.
+As Kafka's (ReplicaManager.activeProducerState), any replica answers, leader or follower:
+followers keep the same producer state, and ``--broker-id`` asks one replica in particular.
+Each topic needs READ (TOPIC_AUTHORIZATION_FAILED on its partitions); a partition with no
+replica here gets NOT_LEADER_OR_FOLLOWER, one that does not exist UNKNOWN_TOPIC_OR_PARTITION,
+one in an offline log directory KAFKA_STORAGE_ERROR.
 """
 
 from __future__ import annotations
@@ -39,9 +42,10 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
             if topic.name not in allowed:
                 entry["error_code"] = Errors.TOPIC_AUTHORIZATION_FAILED
                 continue
-            partition, code = rm.leader_partition(topic.name, index)
+            partition = rm.partitions.get((topic.name, index))
             if partition is None:
-                entry["error_code"] = code
+                # not hosted here: the leader lookup's answer (offline, unknown, elsewhere)
+                entry["error_code"] = rm.leader_partition(topic.name, index)[1]
                 continue
             entry["active_producers"] = [
                 {

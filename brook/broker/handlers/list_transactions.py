@@ -1,6 +1,7 @@
 """ListTransactions (66), v0-1: the transactional ids this node coordinates (KIP-664), filtered
 by Kafka's state names (unknown ones are returned as such), producer ids and (v1) a minimum
-running time; only the ids the caller may DESCRIBE are listed. COORDINATOR_LOAD_IN_PROGRESS
+running time (now - start > the filter, as Kafka's coordinator: an id whose start is -1
+passes); only the ids the caller may DESCRIBE are listed. COORDINATOR_LOAD_IN_PROGRESS
 while one of its ``__transaction_state`` partitions is loading.
 """
 
@@ -35,8 +36,10 @@ def handle(ctx: RequestContext, request: Any) -> dict[str, Any]:
     )
     duration = int(getattr(request, "duration_filter", -1))
     if duration >= 0:
+        # Kafka's rule, exactly: kept when now - start > duration, so an id with no
+        # transaction started (start -1) is kept too.
         now = int(time.time() * 1000)
-        found = [m for m in found if m.start_ms >= 0 and now - m.start_ms >= duration]
+        found = [m for m in found if now - m.start_ms > duration]
     visible = authz.allowed_names(
         ctx,
         AclOperation.DESCRIBE,

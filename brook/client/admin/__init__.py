@@ -4,10 +4,10 @@ result types, re-exported here.
 The package is split by domain, as Java's and aiokafka's admin clients are organised, and its
 imports point one way only: ``types`` (the dataclasses and enums) at the bottom, ``core`` (the
 network client, deadlines, retries, where a request goes) over it, the domain modules
-(``topics``, ``configs``, ``partitions``, ``cluster``, ``groups``: each operation's request
-and response as functions over the core) over that, then ``async_admin`` (one method per
-operation) and ``sync_admin`` (the blocking facade). No module of the package imports this
-one.
+(``topics``, ``configs``, ``partitions``, ``cluster``, ``groups``, ``transactions``: each
+operation's request and response as functions over the core) over that, then ``async_admin``
+(one method per operation) and ``sync_admin`` (the blocking facade). No module of the package
+imports this one.
 """
 
 from __future__ import annotations
@@ -31,6 +31,12 @@ from .groups import (
     MemberDescription,
 )
 from .sync_admin import Admin
+from .transactions import (
+    AbortTransactionSpec,
+    ProducerState,
+    TransactionDescription,
+    TransactionListing,
+)
 from .types import SPEC_MIN_VERSION as SPEC_MIN_VERSION
 from .types import (
     AdminError,
@@ -58,6 +64,7 @@ from .types import (
 )
 
 __all__ = [
+    "AbortTransactionSpec",
     "Admin",
     "AdminError",
     "AlterConfigOp",
@@ -80,10 +87,13 @@ __all__ = [
     "OffsetAndMetadata",
     "OffsetSpec",
     "PartitionReassignment",
+    "ProducerState",
     "QuorumInfo",
     "QuorumNode",
     "RaftVoterEndpoint",
     "ReplicaState",
     "TopicDescription",
     "TopicListing",
+    "TransactionDescription",
+    "TransactionListing",
 ]

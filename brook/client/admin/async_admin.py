@@ -1,5 +1,6 @@
 """AsyncAdmin: the admin client on asyncio, one method per operation, each delegating to its
-domain module (topics, configs, partitions, cluster, groups) over the client's core.
+domain module (topics, configs, partitions, cluster, groups, transactions) over the client's
+core.
 
 Errors: a call that fails as a whole raises its KafkaError; per-item broker errors raise one
 AdminError (code of the first) whose ``errors`` maps every failed item to its KafkaError and
@@ -26,8 +27,15 @@ from . import groups as group_ops
 from . import partitions as partition_ops
 from . import scram as scram_ops
 from . import topics as topic_ops
+from . import transactions as txn_ops
 from .core import AdminCore
 from .groups import ConsumerGroupDescription, GroupListing
+from .transactions import (
+    AbortTransactionSpec,
+    ProducerState,
+    TransactionDescription,
+    TransactionListing,
+)
 from .types import (
     AlterConfigOp,
     ClusterDescription,
@@ -318,3 +326,52 @@ class AsyncAdmin:
         self, group_ids: Iterable[str], *, timeout_ms: int | None = None
     ) -> None:
         await group_ops.delete_consumer_groups(self._core, group_ids, timeout_ms=timeout_ms)
+
+    # -- transactions (transactions.py) ----------------------------------------------------
+
+    async def list_transactions(
+        self,
+        *,
+        states: Iterable[str] = (),
+        producer_ids: Iterable[int] = (),
+        duration_ms: int | None = None,
+        timeout_ms: int | None = None,
+    ) -> dict[int, list[TransactionListing]]:
+        """Transactional ids by the broker coordinating them, optionally only those in
+        ``states`` (Kafka's names), of ``producer_ids``, or running longer than
+        ``duration_ms``."""
+        return await txn_ops.list_transactions(
+            self._core,
+            states=states,
+            producer_ids=producer_ids,
+            duration_ms=duration_ms,
+            timeout_ms=timeout_ms,
+        )
+
+    async def describe_transactions(
+        self, transactional_ids: Iterable[str], *, timeout_ms: int | None = None
+    ) -> dict[str, TransactionDescription]:
+        """Each transactional id's state at its coordinator."""
+        return await txn_ops.describe_transactions(
+            self._core, transactional_ids, timeout_ms=timeout_ms
+        )
+
+    async def describe_producers(
+        self,
+        partitions: Iterable[tuple[str, int]],
+        *,
+        broker_id: int | None = None,
+        timeout_ms: int | None = None,
+    ) -> dict[TopicPartition, list[ProducerState]]:
+        """The producers each partition's leader (or broker ``broker_id``) knows, with their
+        open transaction's first offset."""
+        return await txn_ops.describe_producers(
+            self._core, partitions, broker_id=broker_id, timeout_ms=timeout_ms
+        )
+
+    async def abort_transaction(
+        self, spec: AbortTransactionSpec, *, timeout_ms: int | None = None
+    ) -> None:
+        """End a hanging transaction: an ABORT marker of ``spec``'s producer written to its
+        partition's leader (needs CLUSTER_ACTION)."""
+        await txn_ops.abort_transaction(self._core, spec, timeout_ms=timeout_ms)

@@ -15,6 +15,12 @@ from ..cluster import TopicPartition
 from ..consumer.coordinator import OffsetAndMetadata
 from .async_admin import AsyncAdmin
 from .groups import ConsumerGroupDescription, GroupListing
+from .transactions import (
+    AbortTransactionSpec,
+    ProducerState,
+    TransactionDescription,
+    TransactionListing,
+)
 from .types import (
     AlterConfigOp,
     ClusterDescription,
@@ -253,3 +259,43 @@ class Admin:
         self, group_ids: Iterable[str], *, timeout_ms: int | None = None
     ) -> None:
         _sync.run(self._admin.delete_consumer_groups(group_ids, timeout_ms=timeout_ms))
+
+    def list_transactions(
+        self,
+        *,
+        states: Iterable[str] = (),
+        producer_ids: Iterable[int] = (),
+        duration_ms: int | None = None,
+        timeout_ms: int | None = None,
+    ) -> dict[int, list[TransactionListing]]:
+        return _sync.run(
+            self._admin.list_transactions(
+                states=states,
+                producer_ids=producer_ids,
+                duration_ms=duration_ms,
+                timeout_ms=timeout_ms,
+            )
+        )
+
+    def describe_transactions(
+        self, transactional_ids: Iterable[str], *, timeout_ms: int | None = None
+    ) -> dict[str, TransactionDescription]:
+        return _sync.run(
+            self._admin.describe_transactions(transactional_ids, timeout_ms=timeout_ms)
+        )
+
+    def describe_producers(
+        self,
+        partitions: Iterable[tuple[str, int]],
+        *,
+        broker_id: int | None = None,
+        timeout_ms: int | None = None,
+    ) -> dict[TopicPartition, list[ProducerState]]:
+        return _sync.run(
+            self._admin.describe_producers(partitions, broker_id=broker_id, timeout_ms=timeout_ms)
+        )
+
+    def abort_transaction(
+        self, spec: AbortTransactionSpec, *, timeout_ms: int | None = None
+    ) -> None:
+        _sync.run(self._admin.abort_transaction(spec, timeout_ms=timeout_ms))

@@ -159,6 +159,28 @@ def _init_transactional_producer_id(raw: RawClient, topic: str, group: str) -> i
         time.sleep(0.05)
 
 
+def _describe_transactions(raw: RawClient, topic: str, group: str) -> int:
+    """As a client: find the coordinator (which creates __transaction_state), then ask until
+    its partition is loaded; an id nobody initialised is TRANSACTIONAL_ID_NOT_FOUND."""
+    _find_transaction_coordinator(raw, topic, group)
+    retry = (E.COORDINATOR_LOAD_IN_PROGRESS, E.NOT_COORDINATOR, E.COORDINATOR_NOT_AVAILABLE)
+    request = {"transactional_ids": [f"{group}-tx"]}
+    deadline = time.monotonic() + 30
+    while True:
+        (state,) = raw.request(ApiKey.DESCRIBE_TRANSACTIONS, 0, request).transaction_states
+        if state.error_code not in retry:
+            return state.error_code
+        assert time.monotonic() < deadline, state.error_code
+        time.sleep(0.05)
+
+
+def _list_transactions(raw: RawClient) -> set[str]:
+    request = {"state_filters": [], "producer_id_filters": [], "duration_filter": -1}
+    response = raw.request(ApiKey.LIST_TRANSACTIONS, 1, request)
+    assert response.error_code == E.NONE
+    return {t.transactional_id for t in response.transaction_states}
+
+
 def _describe_groups(raw: RawClient, topic: str, group: str) -> int:
     request = {"groups": [group], "include_authorized_operations": True}
     return raw.request(ApiKey.DESCRIBE_GROUPS, 5, request).groups[0].error_code
@@ -402,6 +424,13 @@ ROWS = [
         [(TXN, "{g}-tx", WRITE)],
         _init_transactional_producer_id,
         E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    ),
+    Row(
+        "describe-transactions",
+        [(TXN, "{g}-tx", DESCRIBE)],
+        _describe_transactions,
+        E.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+        allowed=E.TRANSACTIONAL_ID_NOT_FOUND,  # authorized; nobody initialised the id
     ),
     Row("fetch", [(TOPIC, "{t}", READ)], _fetch, E.TOPIC_AUTHORIZATION_FAILED),
     Row(
@@ -678,3 +707,16 @@ def test_listings_leave_out_what_alice_may_not_describe(broker: Secured) -> None
         delete = {"topics": [{"name": None, "topic_id": hidden_id}], "timeout": 30000}
         result = alice.request(ApiKey.DELETE_TOPICS, 6, delete).responses[0]
         assert (result.error_code, result.name) == (E.UNKNOWN_TOPIC_ID, None)
+
+
+def test_list_transactions_lists_only_ids_alice_may_describe(broker: Secured) -> None:
+    """ListTransactions has no error of its own for authorization: as Kafka's, it leaves out
+    the transactional ids the caller may not DESCRIBE."""
+    with RawClient(broker.admin) as admin, RawClient(broker.alice) as alice:
+        for group in ("listed-txn-mine", "listed-txn-other"):
+            assert _init_transactional_producer_id(admin, "", group) == E.NONE
+        ours = {"listed-txn-mine-tx", "listed-txn-other-tx"}
+        assert _list_transactions(admin) >= ours
+        assert not _list_transactions(alice) & ours
+        _allow(admin, TXN, "listed-txn-mine-tx", DESCRIBE)
+        assert _list_transactions(alice) & ours == {"listed-txn-mine-tx"}
