@@ -163,3 +163,73 @@ def test_a_read_committed_consumer_of_a_cleaned_topic(tmp_path: Path) -> None:
         seen = _read(bootstrap, "read_committed")
         assert {k: v for _, k, v in seen} == want
         assert len(seen) == len(want)
+
+
+def _offsets_log(bootstrap: str) -> dict[int, bytes]:
+    """offset -> value of every data record ``__consumer_offsets-0`` holds."""
+    rows: dict[int, bytes] = {}
+    offset = 0
+    with RawClient(bootstrap) as c:
+        while True:
+            data = fetch(c, "__consumer_offsets", 0, offset).responses[0].partitions[0].records
+            if not data:
+                return rows
+            for _, header in iter_batches(data):
+                offset = header.next_offset
+            for _, r in iter_records(data):
+                rows[r.offset] = r.value or b""
+
+
+def test_transactional_offsets_survive_the_cleaning_of_consumer_offsets(tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    overrides = {
+        "log.cleaner.backoff.ms": "100",
+        "offsets.topic.segment.bytes": "3000",
+        "offsets.topic.num.partitions": "1",
+    }
+    with BrookProcess(data, overrides) as broker:
+        bootstrap = broker.bootstrap
+        with RawClient(bootstrap) as c:
+            create_topic(c, "input", partitions=1)
+            create_topic(c, "output", partitions=1)
+        group = Consumer({"bootstrap.servers": bootstrap, "group.id": "etl"})
+        producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "etl"})
+        producer.init_transactions(30)
+        committed = -1
+        for n in range(60):
+            # every third transaction is aborted, its offset far ahead of the committed ones
+            commit = n % 3 != 2
+            offset = n if commit else 100_000 + n
+            producer.begin_transaction()
+            producer.produce("output", b"%d" % n, partition=0)
+            producer.send_offsets_to_transaction(
+                [TopicPartition("input", 0, offset)], group.consumer_group_metadata(), 30
+            )
+            if commit:
+                producer.commit_transaction(30)
+                committed = offset
+            else:
+                producer.abort_transaction(30)
+        assert committed == 58  # the last transaction (59) was aborted
+        # Other groups' commits roll __consumer_offsets past the transactions' segments.
+        other = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": "other", "enable.auto.commit": False}
+        )
+        deadline = time.monotonic() + 60
+        n = 0
+        while [v for v in _offsets_log(bootstrap).values() if b"\x00\x01\x86" in v]:
+            # (an aborted offset, 100_000 + n, is 0x0186xx: still stored)
+            assert time.monotonic() < deadline, "the aborted offsets were not cleaned"
+            for _ in range(20):
+                other.commit(offsets=[TopicPartition("input", 0, n)], asynchronous=False)
+                n += 1
+        other.close()
+        group.close()
+        broker.kill()
+        broker.start()
+        reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "etl"})
+        try:
+            (tp,) = reader.committed([TopicPartition("input", 0)], 30)
+        finally:
+            reader.close()
+        assert tp.offset == committed

@@ -219,3 +219,38 @@ def test_a_fenced_producers_last_marker_stays(tmp_path: Path) -> None:
     # producer's last write.
     assert _markers(plog) == [1]
     assert [h.producer_epoch for h in batches(plog) if h.is_control] == [1]
+
+
+def test_a_follower_copies_a_cleaned_log_with_transactions(tmp_path: Path) -> None:
+    node = Node(tmp_path)
+    leader = node.log(compacted(delete_retention_ms=RETENTION), name="leader")
+    a = Producer(leader, A)
+    a.send((b"k", b"1"))  # 0
+    a.end(commit=True)  # 1
+    a.send((b"k", b"aborted"))  # 2
+    a.end(commit=False)  # 3
+    a.send((b"j", b"1"))  # 4
+    a.end(commit=True)  # 5
+    append(leader, [(b"k", b"2")])  # 6
+    leader.roll(NOW)
+    assert node.clean()
+    _clean_more(node, leader)  # the markers that may go get their delete horizon
+    assert [h.delete_horizon_ms for h in batches(leader) if h.is_control] == [
+        NOW + RETENTION,
+        NOW + RETENTION,
+        None,
+    ]
+    follower = node.log(name="follower")
+    offset = 0
+    while offset < leader.log_end_offset:  # as the replica fetcher copies it
+        data = leader.read(offset, 1 << 20).records
+        assert isinstance(data, bytes)
+        offset = follower.append_as_follower(data).last_offset + 1
+    assert _records(follower) == _records(leader)
+    follower.on_high_watermark(follower.log_end_offset)
+    assert follower.first_unstable_offset() is None
+    # the follower's producer state goes on from the leader's: the next transaction is
+    # checked against the same sequence and epoch
+    entry, copied = leader.producer_state.last_entry(A), follower.producer_state.last_entry(A)
+    assert entry is not None and copied is not None
+    assert (copied.epoch, copied.last_seq) == (entry.epoch, entry.last_seq)
