@@ -44,8 +44,13 @@ class _Aborted:
 class CleanedTxns:
     """The transaction state of one cleaning walk, fed every batch in offset order."""
 
-    def __init__(self, aborted: Iterable[AbortedTxn]) -> None:
-        self._pending = [(t.first_offset, t.last_offset, t) for t in aborted]
+    def __init__(self, aborted: Iterable[AbortedTxn], start: int = 0) -> None:
+        """``aborted``: the aborts over the walk's range, which begins at offset ``start``;
+        those whose marker lies before it are over (their producer's later batches are not
+        theirs)."""
+        self._pending = [
+            (t.first_offset, t.last_offset, t) for t in aborted if t.last_offset >= start
+        ]
         heapq.heapify(self._pending)
         self._aborted: dict[int, _Aborted] = {}  # producer id -> its aborted transaction
         self._committed: set[int] = set()  # producers with a committed transaction seen

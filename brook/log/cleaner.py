@@ -228,7 +228,7 @@ class Cleaner:
         end = job.first_uncleanable_offset
         offset_map = self.offset_map
         first = floor_index(segments, start, end)
-        txns = CleanedTxns(job.aborted_txns)
+        txns = CleanedTxns(job.aborted_txns, start)
         for n in range(first, len(segments)):
             view = segments[n]
             if view.base_offset >= end:

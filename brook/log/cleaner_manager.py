@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .checkpoints import CheckpointError, OffsetCheckpointFile
 from .config import LogConfig
 from .dir_failure import LogDirFailureChannel
 from .log import PartitionLog
-from .segment import SegmentView
+from .segment import LogSegment, SegmentView
 from .txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,8 @@ class LogToClean:
     cleanable_bytes: int
     # producers whose last batch is a marker: their markers of this epoch are kept
     producer_marker_epochs: dict[int, int] = field(default_factory=dict)
-    # the aborted transactions overlapping [log start, first uncleanable offset)
+    # the aborted transactions overlapping [log start, first uncleanable offset): every
+    # transaction there is decided (the range ends at the LSO), so these are all the aborts
     aborted_txns: list[AbortedTxn] = field(default_factory=list)
 
     @property
@@ -121,6 +123,24 @@ def cleanable_offsets(
                 bounds.append(view.base_offset)
                 break
     return dirty, max(dirty, min(bounds)), reset
+
+
+def aborted_txns(segments: Sequence[LogSegment], start: int, end: int) -> list[AbortedTxn]:
+    """The aborted transactions overlapping ``[start, end)``, from the ``.txnindex`` of the
+    segment holding ``start`` on, until an entry's last stable offset reaches ``end`` (Kafka's
+    collectAbortedTransactions). Unlike a fetch's search, the segments at or past ``end``
+    are searched too: an abort is indexed in its marker's segment, which may lie past the
+    cleanable range while the transaction's batches lie in it."""
+    if end <= start:
+        return []
+    found: list[AbortedTxn] = []
+    first = max(bisect_right([s.base_offset for s in segments], start) - 1, 0)
+    for segment in segments[first:]:
+        txns, complete = segment.txn_index.collect(start, end)
+        found.extend(txns)
+        if complete:
+            break
+    return found
 
 
 def cleanable_bytes(
@@ -220,7 +240,7 @@ class LogCleanerManager:
         ]
         if not ready:
             return None
-        chosen = max(ready, key=lambda c: c.cleanable_ratio)
+        chosen = self.with_aborted_txns(max(ready, key=lambda c: c.cleanable_ratio))
         with self._lock:
             self._in_progress[chosen.tp] = chosen.log
         return chosen
@@ -276,10 +296,16 @@ class LogCleanerManager:
             clean_bytes,
             dirty_bytes,
             plog.producer_marker_epochs(),
-            # Every transaction in the range is decided: its abort, if it was one, is indexed.
-            plog.aborted_transactions(plog.log_start_offset, first_uncleanable)
-            if first_uncleanable > plog.log_start_offset
-            else [],
+        )
+
+    @staticmethod
+    def with_aborted_txns(job: LogToClean) -> LogToClean:
+        """``job`` with the aborted transactions its cleaning must know, on the log's thread."""
+        return replace(
+            job,
+            aborted_txns=aborted_txns(
+                job.log.segments(), job.log.log_start_offset, job.first_uncleanable_offset
+            ),
         )
 
     # ------------------------------------------------------------------ state

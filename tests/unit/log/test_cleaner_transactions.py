@@ -2,18 +2,23 @@
 without shadowing committed ones, markers kept while their transaction has batches and then
 until their delete horizon, cleaning bounded by the first unstable offset, the aborts' `.txnindex`
 entries carried into the cleaned segment (and across a restart), a fenced producer's last
-marker kept."""
+marker kept, a follower copying the cleaned log; and generated histories of committed,
+aborted and non-transactional writes cleaned at any point, read_committed then seeing each
+key's latest committed record, also after a crash."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from log_cleaning import NOW, Node, append, batches, compacted, read_all
 
 from brook.log.log import PartitionLog
 from brook.log.txn_index import AbortedTxn
 from brook.protocol.batch import DELETE_HORIZON_BIT
-from brook.protocol.records import build_batch, encode_record
+from brook.protocol.records import build_batch, encode_record, iter_records
 from brook.protocol.txn_marker import TxnMarker
 
 A, B = 4000, 5000
@@ -137,6 +142,38 @@ def test_a_commit_marker_goes_after_the_horizon_once_its_records_are_gone(
     assert _records(plog)[:2] == [(2, b"j", b"1"), (4, b"k", b"2")]
 
 
+def test_an_abort_whose_marker_is_in_the_active_segment(tmp_path: Path) -> None:
+    # The abort is indexed in its marker's segment, past the cleanable range: the cleaning
+    # must still know its batch is aborted.
+    node = Node(tmp_path)
+    plog = node.log()
+    a = Producer(plog, A)
+    append(plog, [(b"k", b"committed")])  # 0
+    a.send((b"k", b"aborted"))  # 1
+    plog.roll(NOW)
+    a.end(commit=False)  # 2, in the active segment
+    assert node.clean()
+    assert _records(plog) == [(0, b"k", b"committed")]
+
+
+def test_a_transaction_after_an_abort_in_the_dirty_part_is_not_aborted(tmp_path: Path) -> None:
+    # The offset map is built from the first dirty offset, past an abort of the same
+    # producer: the producer's next transaction is its own, committed.
+    node = Node(tmp_path)
+    plog = node.log()
+    a = Producer(plog, A)
+    append(plog, [(b"k", b"1")])  # 0
+    a.send((b"k", b"aborted"))  # 1
+    a.end(commit=False)  # 2
+    plog.roll(NOW)
+    assert node.clean()  # clean below 3
+    a.send((b"k", b"2"))  # 3
+    a.end(commit=True)  # 4
+    plog.roll(NOW)
+    assert node.clean()
+    assert _records(plog) == [(3, b"k", b"2")]
+
+
 def test_cleaning_stops_at_the_first_unstable_offset(tmp_path: Path) -> None:
     node = Node(tmp_path)
     plog = node.log()
@@ -254,3 +291,99 @@ def test_a_follower_copies_a_cleaned_log_with_transactions(tmp_path: Path) -> No
     entry, copied = leader.producer_state.last_entry(A), follower.producer_state.last_entry(A)
     assert entry is not None and copied is not None
     assert (copied.epoch, copied.last_seq) == (entry.epoch, entry.last_seq)
+
+
+# ---------------------------------------------------------------- generated histories
+_keys = st.sampled_from([b"a", b"b", b"c", b"d", b"e"])
+_entries = st.lists(
+    st.tuples(_keys, st.one_of(st.none(), st.binary(max_size=8))), min_size=1, max_size=3
+)
+_steps = st.lists(
+    st.tuples(
+        st.sampled_from([None, A, B]),  # who writes: no producer, or one of two transactional
+        _entries,
+        st.sampled_from([None, None, True, False]),  # then ends its transaction: commit/abort
+        st.booleans(),  # roll after
+        st.integers(0, 4),  # clean after when 0
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+Row = tuple[int, bytes | None, bytes | None]
+
+
+def _read_committed(plog: PartitionLog) -> list[Row]:
+    """What a read_committed reader gets: the stored records outside aborted transactions."""
+    aborted = plog.aborted_transactions(0, plog.log_end_offset)
+    out = []
+    for header in batches(plog):
+        if header.is_control or not header.records_count:
+            continue
+        data = plog.read(header.base_offset, 1 << 20).records
+        assert isinstance(data, bytes)
+        for h, r in iter_records(data):
+            if h.base_offset != header.base_offset:
+                break
+            dropped = h.is_transactional and any(
+                t.producer_id == h.producer_id and t.first_offset <= r.offset <= t.last_offset
+                for t in aborted
+            )
+            if not dropped:
+                out.append((r.offset, r.key, r.value))
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(script=_steps, segment_bytes=st.sampled_from([250, 2000]))
+def test_read_committed_sees_the_latest_committed_record_of_each_key(
+    script: list, segment_bytes: int
+) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        node = Node(Path(tmp))
+        config = compacted(segment_bytes=segment_bytes, delete_retention_ms=RETENTION)
+        plog = node.log(config)
+        producers = {A: Producer(plog, A), B: Producer(plog, B)}
+        open_txn: dict[int, list[Row]] = {}
+        committed: list[Row] = []
+        aborted_offsets: set[int] = set()
+        for who, entries, end, roll, clean in script:
+            if who is None:
+                base = append(plog, entries)
+                committed += [(base + i, k, v) for i, (k, v) in enumerate(entries)]
+            else:
+                base = producers[who].send(*entries)
+                rows = [(base + i, k, v) for i, (k, v) in enumerate(entries)]
+                open_txn.setdefault(who, []).extend(rows)
+                if end is not None:
+                    producers[who].end(commit=end)
+                    rows = open_txn.pop(who)
+                    if end:
+                        committed += rows
+                    else:
+                        aborted_offsets.update(o for o, _, _ in rows)
+            if roll:
+                plog.roll(NOW)
+            if clean == 0:
+                node.clean()
+        for who, rows in open_txn.items():  # every transaction ends: all of it is cleanable
+            producers[who].end(commit=True)
+            committed += rows
+        plog.roll(NOW)
+        node.clean_until_done()
+        latest: dict[bytes | None, Row] = {}
+        for row in sorted(committed):
+            latest[row[1]] = row
+        expected = sorted(latest.values())
+        assert _read_committed(plog) == expected
+        # nothing of an aborted transaction is left below the active segment
+        assert not {o for o, _, _ in _records(plog)} & aborted_offsets
+        # the same after a crash (the producer state replayed from the start)
+        node.manager.close_files()
+        reopened = PartitionLog.open(plog.dir, config, recovery_point=0)
+        try:
+            assert _read_committed(reopened) == expected
+            reopened.on_high_watermark(reopened.log_end_offset)
+            assert reopened.first_unstable_offset() is None
+        finally:
+            reopened.close_files()
