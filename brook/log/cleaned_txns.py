@@ -18,9 +18,9 @@ A marker that may go is not dropped at once: the cleaner first stamps KIP-534's 
 horizon on it and drops it at a cleaning past that horizon (``delete.retention.ms``), so a
 consumer in the middle of the transaction still reads the marker that ends it.
 
-One tracker serves a whole cleaning pass, across its groups of segments (Kafka starts one per
-group): a transaction whose batches lie in one group and whose marker lies in the next keeps
-its marker as long as its batches are there.
+One tracker serves a whole cleaning pass, carried across its groups of segments as Kafka's
+is: a transaction whose batches lie in one group and whose marker lies in the next keeps its
+marker as long as its batches are there.
 """
 
 from __future__ import annotations
