@@ -1,6 +1,7 @@
 """A segment the log cleaner writes on its own thread: the kept batches of a group of
 segments in one ``<base>.log.cleaned`` file, with the offset and time indexes a
-``LogSegment`` would have built for the same appends, all synced before the swap.
+``LogSegment`` would have built for the same appends and, when an abort marker stays, the
+``.txnindex`` entries of those aborts (Kafka's cleaned index), all synced before the swap.
 
 Its files do not go through the node's descriptor pool: the pool hands descriptors to one
 thread at a time (see file_pool.py), and the cleaner's few (one file written, one segment
@@ -14,6 +15,7 @@ import struct
 
 from .swap import CleanedFiles
 from .time_index import NO_TIMESTAMP, entry_due
+from .txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
@@ -37,6 +39,7 @@ class CleanedSegmentWriter:
         self._offset_of_max_timestamp = self.base_offset
         self._bytes_since_index = 0
         self._pending: list[bytes | memoryview] = []
+        self._aborted: list[AbortedTxn] = []
         self._pending_bytes = 0
         files.discard()  # what an earlier, interrupted cleaning may have left
         self._fd = os.open(
@@ -63,6 +66,11 @@ class CleanedSegmentWriter:
         self._pending_bytes += len(data)
         if self._pending_bytes >= _WRITE_CHUNK:
             self._write_pending()
+
+    def add_aborted(self, txn: AbortedTxn) -> None:
+        """The ``.txnindex`` entry of an abort whose marker this segment keeps (in marker
+        order, as the batches are appended)."""
+        self._aborted.append(txn)
 
     def _maybe_time_entry(self, skip_full_check: bool = False) -> None:
         """``TimeIndex.maybe_append`` with the largest timestamp so far."""
@@ -93,10 +101,13 @@ class CleanedSegmentWriter:
         os.close(self._fd)
         self._fd = -1
         files = self.files
-        for suffix, packed in (
+        written = [
             (".index", b"".join(_OFFSET_ENTRY.pack(*e) for e in self._offset_entries)),
             (".timeindex", b"".join(_TIME_ENTRY.pack(*e) for e in self._time_entries)),
-        ):
+        ]
+        if self._aborted:  # no file without an entry, as a segment without aborts
+            written.append((TXN_INDEX_SUFFIX, b"".join(t.encode() for t in self._aborted)))
+        for suffix, packed in written:
             fd = os.open(
                 files.path(suffix), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644
             )

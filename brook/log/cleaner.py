@@ -14,6 +14,10 @@
    (KIP-534): the first cleaning that keeps it sets the horizon to now +
    ``delete.retention.ms``, and the first cleaning after that drops it. Records without a
    key are dropped (a compacted topic refuses them; older data may hold some).
+   Transactions (cleaned_txns.py): the batches of aborted transactions are dropped (and
+   never mapped); a marker stays while its transaction has batches, then gets a delete
+   horizon like a tombstone and goes at the first cleaning past it. The ``.txnindex``
+   entries of the aborts whose marker stays go to the cleaned segment.
 3. Swap each cleaned segment in (swap.py), on the log's own thread.
 
 Batches keep their base offset and last offset delta, so records keep their offsets and
@@ -21,8 +25,9 @@ consumers read across the gaps. A batch whose records are all kept is copied as 
 (unless it needs its delete horizon set); one left empty is dropped, unless it is its
 producer's last (it holds the producer's last sequence: kept empty, as Kafka keeps it) or
 the last of its group (kept empty so the cleaned segment ends where its successor begins:
-see swap.py). Control batches are kept whole (transactions, whose markers Kafka's cleaner
-removes in time, are not served).
+see swap.py). A control batch is kept whole or dropped, never emptied: one that could go
+but is its group's last, or its producer's last batch (Kafka's case of a producer whose last
+write is a marker: it carries the epoch that fences), stays whole.
 """
 
 from __future__ import annotations
@@ -46,8 +51,10 @@ from brook.protocol.batch import (
 )
 from brook.protocol.record_filter import BatchRecords, empty_batch, rebuild_batch, record_data
 from brook.protocol.records import decode_records_into
+from brook.protocol.txn_marker import MarkerFormatError, TxnMarker, read_marker
 
 from .cleaned_segment import CleanedSegmentWriter
+from .cleaned_txns import CleanedTxns
 from .cleaner_manager import LogToClean, floor_index
 from .offset_map import OffsetMap, key_digest
 from .segment import MAX_RELATIVE_OFFSET, SegmentView
@@ -201,9 +208,10 @@ class Cleaner:
                 config.segment_index_bytes,
                 job.first_uncleanable_offset,
             )
+            txns = CleanedTxns(job.aborted_txns)
             for group in groups:
                 if sum(v.size for v in group):
-                    self._clean_group(job, group, now_ms, stats)
+                    self._clean_group(job, group, now_ms, stats, txns)
             stats.ended = time.monotonic()
             return end_offset, stats
         finally:
@@ -220,50 +228,69 @@ class Cleaner:
         end = job.first_uncleanable_offset
         offset_map = self.offset_map
         first = floor_index(segments, start, end)
+        txns = CleanedTxns(job.aborted_txns, start)
         for n in range(first, len(segments)):
             view = segments[n]
             if view.base_offset >= end:
                 break
             position = job.first_dirty_position if n == first else 0
-            if self._map_segment(view, position, start, stats):
+            if self._map_segment(view, position, start, stats, txns):
                 return
             upper = segments[n + 1].base_offset if n + 1 < len(segments) else end
             offset_map.update_latest_offset(min(upper, end) - 1)
 
     def _map_segment(
-        self, view: SegmentView, position: int, start: int, stats: CleanerStats
+        self,
+        view: SegmentView,
+        position: int,
+        start: int,
+        stats: CleanerStats,
+        txns: CleanedTxns,
     ) -> bool:
-        """Map one segment's keys from ``position``; True when the map filled up."""
+        """Map one segment's keys from ``position`` (not those of aborted transactions);
+        True when the map filled up."""
         offset_map = self.offset_map
-        put = offset_map.put_digest
         for buf, pos, header, _ in self._batches(view, position):
             stats.map_bytes += header.size
-            if header.is_control or header.last_offset < start:
-                if header.last_offset >= start:
-                    offset_map.update_latest_offset(header.last_offset)
-                continue
-            decoded: list[Any] = []
-            data, first, last = record_data(buf, pos, header)
-            decode_records_into(
-                decoded, tuple, data, header.records_count,
-                base_offset=header.base_offset, base_timestamp=header.base_timestamp,
-                topic="", partition=0, timestamp_type=0, leader_epoch=-1,
-                start=first, end=last,
-            )  # fmt: skip
-            for record in decoded:
-                key = record[5]
-                if key is not None and record[2] >= start:
-                    put(key_digest(key), record[2])
-            stats.map_records += len(decoded)
-            offset_map.update_latest_offset(header.last_offset)
-            if offset_map.full:
-                # Whole batches only: the pass speaks for every offset up to this one.
-                return True
+            if header.is_control:
+                txns.on_marker(header, _marker(buf, pos, header))
+            elif txns.on_data(header):
+                pass  # aborted: its records are dropped, whatever their keys
+            elif header.last_offset >= start:
+                self._map_batch(buf, pos, header, start, stats)
+            if header.last_offset >= start:
+                offset_map.update_latest_offset(header.last_offset)
+                if offset_map.full:
+                    # Whole batches only: the pass speaks for every offset up to this one.
+                    return True
         return False
+
+    def _map_batch(
+        self, buf: bytes, pos: int, header: BatchHeader, start: int, stats: CleanerStats
+    ) -> None:
+        put = self.offset_map.put_digest
+        decoded: list[Any] = []
+        data, first, last = record_data(buf, pos, header)
+        decode_records_into(
+            decoded, tuple, data, header.records_count,
+            base_offset=header.base_offset, base_timestamp=header.base_timestamp,
+            topic="", partition=0, timestamp_type=0, leader_epoch=-1,
+            start=first, end=last,
+        )  # fmt: skip
+        for record in decoded:
+            key = record[5]
+            if key is not None and record[2] >= start:
+                put(key_digest(key), record[2])
+        stats.map_records += len(decoded)
 
     # ------------------------------------------------------------------ rewriting
     def _clean_group(
-        self, job: LogToClean, group: list[SegmentView], now_ms: int, stats: CleanerStats
+        self,
+        job: LogToClean,
+        group: list[SegmentView],
+        now_ms: int,
+        stats: CleanerStats,
+        txns: CleanedTxns,
     ) -> None:
         files = CleanedFiles(job.log.dir, group[0].base_offset)
         config = job.config
@@ -275,9 +302,14 @@ class Cleaner:
             for view in group:
                 for buf, pos, header, last_of_segment in self._batches(view, 0):
                     last_of_group = view is last_view and last_of_segment
-                    kept, max_timestamp = self._filter(
-                        job, buf, pos, header, now_ms, last_of_group, stats
-                    )
+                    if header.is_control:
+                        kept, max_timestamp = self._filter_control(
+                            job, buf, pos, header, now_ms, last_of_group, stats, txns, writer
+                        )
+                    else:
+                        kept, max_timestamp = self._filter(
+                            job, buf, pos, header, now_ms, last_of_group, stats, txns
+                        )
                     if kept is not None:
                         writer.append(kept, header.last_offset, max_timestamp)
                         stats.bytes_written += len(kept)
@@ -307,14 +339,15 @@ class Cleaner:
         now_ms: int,
         last_of_group: bool,
         stats: CleanerStats,
+        txns: CleanedTxns,
     ) -> tuple[bytes | memoryview | None, int]:
-        """The bytes to keep of one batch (None: nothing) and their max timestamp."""
+        """The bytes to keep of one data batch (None: nothing) and their max timestamp."""
         whole = memoryview(buf)[pos : pos + header.size]
         stats.bytes_read += header.size
-        if header.is_control:
-            return whole, header.max_timestamp
         records = BatchRecords.read(buf, pos, header)
         stats.records_read += len(records)
+        if txns.on_data(header):  # an aborted transaction's: none of its records stays
+            return self._emptied(job, header, whole, len(records), last_of_group)
         offset_map = self.offset_map
         latest = offset_map.latest_offset
         horizon = header.delete_horizon_ms
@@ -336,10 +369,7 @@ class Cleaner:
                 tombstones = tombstones or not has_value
         stats.records_kept += len(kept)
         if not kept:
-            producer_last = job.producer_last_offsets.get(header.producer_id)
-            if last_of_group or (header.producer_id >= 0 and producer_last == header.last_offset):
-                return (whole if not len(records) else empty_batch(header)), header.max_timestamp
-            return None, header.max_timestamp
+            return self._emptied(job, header, whole, len(records), last_of_group)
         set_horizon = tombstones and horizon is None
         if len(kept) == len(records) and not set_horizon:
             return whole, header.max_timestamp
@@ -349,6 +379,61 @@ class Cleaner:
             delete_horizon_ms=now_ms + job.config.delete_retention_ms if set_horizon else None,
         )
         return rebuilt, read_header(rebuilt).max_timestamp
+
+    @staticmethod
+    def _emptied(
+        job: LogToClean,
+        header: BatchHeader,
+        whole: memoryview,
+        count: int,
+        last_of_group: bool,
+    ) -> tuple[bytes | memoryview | None, int]:
+        """A data batch none of whose records stays: kept empty if it is its producer's last
+        (it holds the producer's last sequence) or its group's last, else dropped."""
+        producer_last = job.producer_last_offsets.get(header.producer_id)
+        if last_of_group or (header.producer_id >= 0 and producer_last == header.last_offset):
+            return (whole if not count else empty_batch(header)), header.max_timestamp
+        return None, header.max_timestamp
+
+    def _filter_control(
+        self,
+        job: LogToClean,
+        buf: bytes | memoryview,
+        pos: int,
+        header: BatchHeader,
+        now_ms: int,
+        last_of_group: bool,
+        stats: CleanerStats,
+        txns: CleanedTxns,
+        writer: CleanedSegmentWriter,
+    ) -> tuple[bytes | memoryview | None, int]:
+        """A control batch: kept whole while its transaction has batches; once it may go, it
+        gets a delete horizon (KIP-534, ``delete.retention.ms``) and goes at the first
+        cleaning past it, unless it is its group's last batch or its producer's last."""
+        whole = memoryview(buf)[pos : pos + header.size]
+        stats.bytes_read += header.size
+        may_go, entry = txns.on_marker(header, _marker(buf, pos, header))
+        if entry is not None:
+            writer.add_aborted(entry)
+        if not may_go:
+            return whole, header.max_timestamp
+        horizon = header.delete_horizon_ms
+        if horizon is None:
+            if not header.records_count:
+                return whole, header.max_timestamp  # nothing to stamp: an emptied batch
+            records = BatchRecords.read(buf, pos, header)
+            rebuilt = rebuild_batch(
+                records,
+                range(len(records)),
+                delete_horizon_ms=now_ms + job.config.delete_retention_ms,
+            )
+            return rebuilt, header.max_timestamp
+        if now_ms < horizon:
+            return whole, header.max_timestamp
+        producer_epoch = job.producer_marker_epochs.get(header.producer_id)
+        if last_of_group or (header.producer_id >= 0 and producer_epoch == header.producer_epoch):
+            return whole, header.max_timestamp
+        return None, header.max_timestamp
 
     # ------------------------------------------------------------------ reading
     def _batches(
@@ -389,3 +474,13 @@ class Cleaner:
                 buffer_size = batch_size
         finally:
             os.close(fd)
+
+
+def _marker(buf: bytes | memoryview, pos: int, header: BatchHeader) -> TxnMarker | None:
+    """What the control batch at ``pos`` says, if it is a transaction marker."""
+    if not header.is_transactional or not header.records_count:
+        return None
+    try:
+        return read_marker(memoryview(buf)[pos : pos + header.size])
+    except (MarkerFormatError, CorruptBatch):
+        return None

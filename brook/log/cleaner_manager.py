@@ -5,9 +5,11 @@ log directory (Kafka's format: where each log's dirty part begins).
 
 A log's *clean* part was cleaned by the last pass; its *dirty* part, from the checkpointed
 offset on, is what was written since. A pass may clean the dirty part up to the first
-*uncleanable* offset: the active segment's base, the high watermark (records a follower
-might still lose to a truncation stay as they are) and the first segment holding a record
-younger than ``min.compaction.lag.ms`` bound it, rounded down to a segment boundary.
+*uncleanable* offset: the active segment's base, the last stable offset (the high
+watermark: records a follower might still lose to a truncation stay as they are; and the
+first unstable offset: every transactional batch the cleaner reads is decided, so the
+``.txnindex`` files list every aborted one) and the first segment holding a record younger
+than ``min.compaction.lag.ms`` bound it, rounded down to a segment boundary.
 
 The selection runs on the thread that owns the logs (the event loop) and hands a cleaner
 thread a ``LogToClean``: views of the segments it may read, taken on that thread. The rest
@@ -20,15 +22,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .checkpoints import CheckpointError, OffsetCheckpointFile
 from .config import LogConfig
 from .dir_failure import LogDirFailureChannel
 from .log import PartitionLog
-from .segment import SegmentView
+from .segment import LogSegment, SegmentView
+from .txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +57,11 @@ class LogToClean:
     producer_last_offsets: dict[int, int]
     clean_bytes: int
     cleanable_bytes: int
+    # producers whose last batch is a marker: their markers of this epoch are kept
+    producer_marker_epochs: dict[int, int] = field(default_factory=dict)
+    # the aborted transactions overlapping [log start, first uncleanable offset): every
+    # transaction there is decided (the range ends at the LSO), so these are all the aborts
+    aborted_txns: list[AbortedTxn] = field(default_factory=list)
 
     @property
     def total_bytes(self) -> int:
@@ -84,10 +93,13 @@ def cleanable_offsets(
     high_watermark: int,
     config: LogConfig,
     now_ms: int,
+    first_unstable: int | None = None,
 ) -> tuple[int, int, bool]:
     """Kafka's cleanableOffsets: (first dirty offset, first uncleanable offset, whether the
     checkpoint was invalid and must be reset). A checkpoint below the log start or past the
-    log end (a log truncated or cut since) restarts from the log start."""
+    log end (a log truncated or cut since) restarts from the log start. The last stable
+    offset bounds the range: ``high_watermark`` and ``first_unstable`` (the start of the
+    earliest transaction not yet decided and replicated, None if there is none)."""
     dirty = log_start if checkpoint is None else checkpoint
     reset = False
     if dirty < log_start or dirty > log_end:
@@ -102,6 +114,8 @@ def cleanable_offsets(
             )
         dirty, reset = log_start, True
     bounds = [high_watermark, active_base]
+    if first_unstable is not None:
+        bounds.append(first_unstable)
     lag = max(config.min_compaction_lag_ms, 0)
     if lag > 0:
         for view in segments[floor_index(segments, dirty, active_base) :]:
@@ -109,6 +123,24 @@ def cleanable_offsets(
                 bounds.append(view.base_offset)
                 break
     return dirty, max(dirty, min(bounds)), reset
+
+
+def aborted_txns(segments: Sequence[LogSegment], start: int, end: int) -> list[AbortedTxn]:
+    """The aborted transactions overlapping ``[start, end)``, from the ``.txnindex`` of the
+    segment holding ``start`` on, until an entry's last stable offset reaches ``end`` (Kafka's
+    collectAbortedTransactions). Unlike a fetch's search, the segments at or past ``end``
+    are searched too: an abort is indexed in its marker's segment, which may lie past the
+    cleanable range while the transaction's batches lie in it."""
+    if end <= start:
+        return []
+    found: list[AbortedTxn] = []
+    first = max(bisect_right([s.base_offset for s in segments], start) - 1, 0)
+    for segment in segments[first:]:
+        txns, complete = segment.txn_index.collect(start, end)
+        found.extend(txns)
+        if complete:
+            break
+    return found
 
 
 def cleanable_bytes(
@@ -208,7 +240,7 @@ class LogCleanerManager:
         ]
         if not ready:
             return None
-        chosen = max(ready, key=lambda c: c.cleanable_ratio)
+        chosen = self.with_aborted_txns(max(ready, key=lambda c: c.cleanable_ratio))
         with self._lock:
             self._in_progress[chosen.tp] = chosen.log
         return chosen
@@ -223,6 +255,9 @@ class LogCleanerManager:
     ) -> LogToClean | None:
         segments, active_base = plog.cleanable_segments()
         config = plog.config
+        # Markers below the HW no longer hold the first unstable offset back (nothing else
+        # may have told the log, when no read_committed consumer asked for its LSO).
+        plog.on_high_watermark(high_watermark)
         first_dirty, uncleanable, reset = cleanable_offsets(
             segments,
             active_base,
@@ -232,6 +267,7 @@ class LogCleanerManager:
             high_watermark=high_watermark,
             config=config,
             now_ms=now_ms,
+            first_unstable=plog.first_unstable_offset(),
         )
         if reset:
             with self._lock:
@@ -259,6 +295,17 @@ class LogCleanerManager:
             plog.producer_last_offsets(),
             clean_bytes,
             dirty_bytes,
+            plog.producer_marker_epochs(),
+        )
+
+    @staticmethod
+    def with_aborted_txns(job: LogToClean) -> LogToClean:
+        """``job`` with the aborted transactions its cleaning must know, on the log's thread."""
+        return replace(
+            job,
+            aborted_txns=aborted_txns(
+                job.log.segments(), job.log.log_start_offset, job.first_uncleanable_offset
+            ),
         )
 
     # ------------------------------------------------------------------ state

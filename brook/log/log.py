@@ -889,6 +889,17 @@ class PartitionLog:
             if entry.batches
         }
 
+    def producer_marker_epochs(self) -> dict[int, int]:
+        """The epoch of each producer whose state holds no data batch (its last batch is a
+        marker, as after a fencing abort that bumped its epoch): the cleaner keeps its markers
+        of that epoch, which carry the epoch that fences its zombie (Kafka's lastRecord
+        without a data offset). On the log's thread."""
+        return {
+            pid: entry.epoch
+            for pid, entry in self.producer_state.producers.items()
+            if not entry.batches and entry.epoch >= 0
+        }
+
     @_storage_io("replacing cleaned segments of")
     def replace_segments(
         self,

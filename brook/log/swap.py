@@ -1,9 +1,9 @@
 """Kafka's swap protocol for putting cleaned segments in place of the ones they were cleaned
 from, crash-safe at every step, and its completion when a node starts.
 
-A cleaned segment is written under ``<base>.log.cleaned`` (with ``.index.cleaned`` and
-``.timeindex.cleaned``) and fsynced; its base offset is that of the first segment it
-replaces. The swap then renames
+A cleaned segment is written under ``<base>.log.cleaned`` (with ``.index.cleaned``,
+``.timeindex.cleaned`` and, if it keeps an abort, ``.txnindex.cleaned``) and fsynced; its
+base offset is that of the first segment it replaces. The swap then renames
 
 1. the ``.cleaned`` files to ``.swap`` (the log file first),
 2. the replaced segments' files to ``.deleted`` and removes them,
@@ -13,11 +13,15 @@ A crash before step 1 leaves ``.cleaned`` files, which the next start deletes: t
 segments are whole. From step 1 on, the ``.log.swap`` file is whole and synced, so the next
 start completes the swap: it deletes every other file of a segment whose base offset lies in
 the swap's offset range ``[base, next offset of its last batch)``, then renames every
-``.swap`` file into place. The cleaner keeps the last batch of every cleaned group (empty if
-need be), so that range covers exactly the segments replaced, and a cleaned segment ends
-where its successor begins. As in Kafka, the order of the renames and removals within the
-directory is what the filesystem keeps (journaling filesystems commit a directory's changes
-in order); the directory itself is fsynced by the log's next flush.
+``.swap`` file into place, and the ``.cleaned`` files of a segment whose ``.log.swap`` is
+there (whole and synced as well: step 1 was cut short). An index found missing is rebuilt
+from the log, but a ``.txnindex`` is not (the aborts are known from the markers only when
+the producer state is replayed over them), so none of its entries may be lost that way.
+The cleaner keeps the last batch of every cleaned group (empty if need be), so that range
+covers exactly the segments replaced, and a cleaned segment ends where its successor begins.
+As in Kafka, the order of the renames and removals within the directory is what the
+filesystem keeps (journaling filesystems commit a directory's changes in order); the
+directory itself is fsynced by the log's next flush.
 """
 
 from __future__ import annotations
@@ -29,16 +33,19 @@ from pathlib import Path
 from brook.protocol.batch import HEADER_SIZE, read_header
 
 from .segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, segment_path
+from .txn_index import TXN_INDEX_SUFFIX
 
 log = logging.getLogger(__name__)
 
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
-_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)  # the log file first
+# the log file first; a cleaned segment without an abort has no .txnindex
+_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+_OPTIONAL = (TXN_INDEX_SUFFIX,)
 
 
 class CleanedFiles:
-    """The three files of one cleaned segment on their way into the log."""
+    """The files of one cleaned segment on their way into the log."""
 
     def __init__(self, directory: Path, base_offset: int) -> None:
         self.dir = directory
@@ -53,18 +60,26 @@ class CleanedFiles:
     def to_swap(self) -> None:
         """Step 1: from now on the next start completes the swap."""
         for suffix in _SUFFIXES:
-            os.replace(self.path(suffix), self.path(suffix, SWAP_SUFFIX))
+            _rename(self.path(suffix), self.path(suffix, SWAP_SUFFIX), suffix in _OPTIONAL)
 
     def swap_in(self) -> None:
         """Step 3 (once the replaced segments are gone): the final names."""
         for suffix in _SUFFIXES:
-            os.replace(self.path(suffix, SWAP_SUFFIX), self.path(suffix, ""))
+            _rename(self.path(suffix, SWAP_SUFFIX), self.path(suffix, ""), suffix in _OPTIONAL)
 
     def discard(self) -> None:
         """Remove the files of a cleaning that was not swapped in."""
         for suffix in _SUFFIXES:
             for stage in (CLEANED_SUFFIX, SWAP_SUFFIX):
                 self.path(suffix, stage).unlink(missing_ok=True)
+
+
+def _rename(source: Path, target: Path, optional: bool) -> None:
+    try:
+        os.replace(source, target)
+    except FileNotFoundError:
+        if not optional:
+            raise
 
 
 def next_offset_of(path: Path) -> int | None:
@@ -87,17 +102,15 @@ def next_offset_of(path: Path) -> int | None:
 
 
 def complete_interrupted_swaps(directory: Path, names: list[str]) -> bool:
-    """What a crash left of swaps in ``directory`` (whose files are ``names``): ``.cleaned``
-    files are deleted; each ``.log.swap`` replaces the segments in its offset range, and
-    every ``.swap`` file takes its final name. Returns whether anything was done (the
+    """What a crash left of swaps in ``directory`` (whose files are ``names``): each
+    ``.log.swap`` replaces the segments in its offset range, every ``.swap`` file takes its
+    final name, and so do the ``.cleaned`` files of a segment with a ``.log.swap``; other
+    ``.cleaned`` files are deleted. Returns whether anything was done (the
     caller lists the directory again)."""
     changed = False
     ranges: list[tuple[int, int]] = []
     for name in names:
-        if name.endswith(CLEANED_SUFFIX):
-            (directory / name).unlink(missing_ok=True)
-            changed = True
-        elif name.endswith(LOG_SUFFIX + SWAP_SUFFIX) and name.partition(".")[0].isdigit():
+        if name.endswith(LOG_SUFFIX + SWAP_SUFFIX) and name.partition(".")[0].isdigit():
             base = int(name.partition(".")[0])
             end = next_offset_of(directory / name)
             if end is None:
@@ -110,6 +123,18 @@ def complete_interrupted_swaps(directory: Path, names: list[str]) -> bool:
                 continue
             log.info("%s: completing the interrupted swap of %s", directory, name)
             ranges.append((base, end))
+    swapping = {base for base, _ in ranges}
+    for name in names:
+        if name.endswith(CLEANED_SUFFIX):
+            path = directory / name
+            stem = name.partition(".")[0]
+            if stem.isdigit() and int(stem) in swapping and path.exists():
+                # Step 1 was cut short after the log file: this file is whole and synced too.
+                os.replace(path, path.with_name(name[: -len(CLEANED_SUFFIX)] + SWAP_SUFFIX))
+            else:
+                path.unlink(missing_ok=True)
+            changed = True
+    names = os.listdir(directory)
     for name in names:
         stem, dot, suffix = name.partition(".")
         if not dot or not stem.isdigit() or name.endswith((SWAP_SUFFIX, CLEANED_SUFFIX)):

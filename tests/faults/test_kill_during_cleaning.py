@@ -1,6 +1,7 @@
 """kill -9 in the middle of log cleaning loses nothing: after the restart every acknowledged
 record that is its key's latest is read back at its offset, nothing read was not written,
-and no ``.cleaned`` or ``.swap`` file is left. On a real broker (the cleaner slowed by
+and no ``.cleaned`` or ``.swap`` file is left (with transactions: no aborted record visible
+to read_committed, no transaction left open). On a real broker (the cleaner slowed by
 ``brook.fault.cleaner.swap.delay.ms`` so the kill lands with cleaned segments written and not
 swapped in, some groups swapped and others not), and on a process killed at each step of the
 swap itself."""
@@ -22,7 +23,8 @@ from support import BrookProcess, env_with_repo
 from brook.log.config import LogConfig
 from brook.log.log import PartitionLog
 from brook.protocol.batch import iter_batches
-from brook.protocol.records import build_simple_batch, iter_records
+from brook.protocol.records import build_batch, build_simple_batch, encode_record, iter_records
+from brook.protocol.txn_marker import TxnMarker
 
 TOPIC = "compacted"
 KEYS = 25
@@ -173,5 +175,77 @@ def test_kill_9_at_each_step_of_the_swap(tmp_path: Path, step: str) -> None:
         cleaned = len(records) < len(written)
         assert cleaned == (step in ("swap", "deleted", "renamed"))
         assert reopened.log_end_offset == 90
+    finally:
+        reopened.close_files()
+
+
+@pytest.mark.parametrize("step", ["writing", "swap", "deleted", "renamed"])
+def test_kill_9_at_each_step_of_the_swap_with_transactions(tmp_path: Path, step: str) -> None:
+    """Transactions of one producer, committed and aborted in turn: whatever step the kill
+    lands on, a read_committed reader of the reopened log sees every committed key's latest
+    record and no aborted one, and no transaction is left open."""
+    data = tmp_path / "data"
+    config = LogConfig.from_topic_config({"cleanup.policy": "compact", "segment.bytes": 100000})
+    plog = PartitionLog.open(data / "t-0", config)
+    committed: dict[int, tuple[bytes, bytes]] = {}
+    aborted_values: set[bytes] = set()
+    seq = 0
+    for txn in range(24):
+        entries = {}
+        for i in range(3):
+            entry = (b"k%d" % ((3 * txn + i) % 7), b"t%d-%d" % (txn, i))
+            batch = build_batch(
+                [encode_record(0, 0, *entry, ())],
+                base_timestamp=0, max_timestamp=0, producer_id=7, producer_epoch=0,
+                base_sequence=seq, transactional=True,
+            )  # fmt: skip
+            seq += 1
+            entries[plog.append_as_leader(batch, 0, 0).first_offset] = entry
+        commit = txn % 2 == 0
+        plog.append_marker(TxnMarker(7, 0, commit, 0), 0, 0)
+        if commit:
+            committed.update(entries)
+        else:
+            aborted_values.update(v for _, v in entries.values())
+        if txn % 8 == 7:
+            plog.roll(0)
+    end = plog.log_end_offset
+    plog.close()
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CLEAN_AND_HANG, str(data), step], env=env_with_repo()
+    )
+    try:
+        _wait_for(lambda: (data / "at-step").exists(), 30)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    reopened = PartitionLog.open(data / "t-0", config, recovery_point=0)
+    try:
+        assert not _leftovers(reopened.dir)
+        assert reopened.log_end_offset == end
+        reopened.on_high_watermark(end)
+        assert reopened.first_unstable_offset() is None
+        aborted = reopened.aborted_transactions(0, end)
+        visible = []
+        stored = 0
+        offset = 0
+        while offset < end:
+            data_read = reopened.read(offset, 1 << 20).records
+            assert isinstance(data_read, bytes)
+            for _, header in iter_batches(data_read):
+                offset = header.next_offset
+            for header, r in iter_records(data_read):
+                stored += 1
+                if header.is_transactional and any(
+                    t.producer_id == header.producer_id
+                    and t.first_offset <= r.offset <= t.last_offset
+                    for t in aborted
+                ):
+                    continue  # a read_committed consumer drops it
+                visible.append((r.offset, r.key, r.value))
+        assert not [v for _, _, v in visible if v in aborted_values]
+        _check(visible, committed)
+        cleaned = stored < len(committed) + len(aborted_values)
+        assert cleaned == (step in ("swap", "deleted", "renamed"))
     finally:
         reopened.close_files()
