@@ -706,6 +706,16 @@ SERVER_CONFIG = ConfigDef(
             "How often expired transactional ids are removed",
         ),
         _K(
+            "transaction.partition.verification.enable",
+            Type.BOOLEAN,
+            True,
+            None,
+            "Before a partition leader writes the first transactional batch of a producer's "
+            "transaction, ask the transaction coordinator whether the partition is in that "
+            "transaction (KIP-890); a batch for a partition not in it is refused "
+            "(INVALID_TXN_STATE) instead of opening a transaction nobody ends",
+        ),
+        _K(
             "group.initial.rebalance.delay.ms",
             Type.INT,
             3000,

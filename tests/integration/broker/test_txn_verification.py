@@ -1,0 +1,337 @@
+"""KIP-890 part 1 on a real broker: a transactional batch for a partition that is not in the
+producer's ongoing transaction is refused (INVALID_TXN_STATE, TRANSACTION_ABORTABLE from
+Produce v11) and nothing is written; a late batch of an aborted transaction cannot open a
+hanging one; AddPartitionsToTxn v4 verify-only answers without adding; with
+``transaction.partition.verification.enable=false`` the same batch is written (and hangs);
+confluent-kafka's transactional producer works with verification on."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from rawclient import RawClient, create_topic
+from support import BrookProcess
+from txn_support import READ_COMMITTED, latest
+
+from brook.protocol.api import ApiKey
+from brook.protocol.errors import Errors
+from brook.protocol.records import build_simple_batch
+
+RETRIABLE = (
+    Errors.COORDINATOR_NOT_AVAILABLE,
+    Errors.COORDINATOR_LOAD_IN_PROGRESS,
+    Errors.NOT_COORDINATOR,
+    Errors.CONCURRENT_TRANSACTIONS,
+)
+
+
+def _until_done(ask: Any, what: str, timeout: float = 60.0) -> int:
+    """``ask()``'s error code once it is not a retriable coordinator answer."""
+    deadline = time.monotonic() + timeout
+    while True:
+        code = ask()
+        if code not in RETRIABLE:
+            return int(code)
+        assert time.monotonic() < deadline, f"{what}: still {code}"
+        time.sleep(0.1)
+
+
+class RawTxnProducer:
+    """A transactional producer spoken in raw requests, to send what a client would not."""
+
+    def __init__(self, c: RawClient, tid: str) -> None:
+        self.c, self.tid, self.seq = c, tid, 0
+        init: dict[str, Any] = {}
+
+        def find() -> int:
+            resp = c.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": [tid]})
+            return int(resp.coordinators[0].error_code)
+
+        assert _until_done(find, "FindCoordinator") == Errors.NONE
+
+        def ask() -> int:
+            resp = c.request(
+                ApiKey.INIT_PRODUCER_ID,
+                4,
+                {
+                    "transactional_id": tid,
+                    "transaction_timeout": 60000,
+                    "producer_id": -1,
+                    "producer_epoch": -1,
+                },
+            )
+            init["resp"] = resp
+            return int(resp.error_code)
+
+        assert _until_done(ask, "InitProducerId") == Errors.NONE
+        self.pid, self.epoch = init["resp"].producer_id, init["resp"].producer_epoch
+
+    def add(self, topic: str, partition: int) -> int:
+        def ask() -> int:
+            resp = self.c.request(
+                ApiKey.ADD_PARTITIONS_TO_TXN,
+                3,
+                {
+                    "v3_and_below_transactional_id": self.tid,
+                    "v3_and_below_producer_id": self.pid,
+                    "v3_and_below_producer_epoch": self.epoch,
+                    "v3_and_below_topics": [{"name": topic, "partitions": [partition]}],
+                },
+            )
+            return int(
+                resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+            )
+
+        return _until_done(ask, "AddPartitionsToTxn")
+
+    def end(self, commit: bool) -> int:
+        def ask() -> int:
+            resp = self.c.request(
+                ApiKey.END_TXN,
+                3,
+                {
+                    "transactional_id": self.tid,
+                    "producer_id": self.pid,
+                    "producer_epoch": self.epoch,
+                    "committed": commit,
+                },
+            )
+            return int(resp.error_code)
+
+        return _until_done(ask, "EndTxn")
+
+    def send(self, topic: str, partition: int, value: bytes, version: int = 9) -> tuple[int, int]:
+        batch = build_simple_batch(
+            [value],
+            producer_id=self.pid,
+            producer_epoch=self.epoch,
+            base_sequence=self.seq,
+            transactional=True,
+            timestamp=int(time.time() * 1000),
+        )
+        resp = self.c.request(
+            ApiKey.PRODUCE,
+            version,
+            {
+                "transactional_id": self.tid,
+                "acks": -1,
+                "timeout": 30000,
+                "topic_data": [
+                    {"name": topic, "partition_data": [{"index": partition, "records": batch}]}
+                ],
+            },
+        )
+        part = resp.responses[0].partition_responses[0]
+        if part.error_code == Errors.NONE:
+            self.seq += 1
+        return int(part.error_code), int(part.base_offset)
+
+
+def _verify_only(
+    c: RawClient, p: RawTxnProducer, partitions: list[tuple[str, int]], version: int = 4
+) -> dict[tuple[str, int], int]:
+    resp = c.request(
+        ApiKey.ADD_PARTITIONS_TO_TXN,
+        version,
+        {
+            "transactions": [
+                {
+                    "transactional_id": p.tid,
+                    "producer_id": p.pid,
+                    "producer_epoch": p.epoch,
+                    "verify_only": True,
+                    "topics": [{"name": t, "partitions": [i]} for t, i in partitions],
+                }
+            ]
+        },
+    )
+    assert resp.error_code == Errors.NONE
+    (txn,) = resp.results_by_transaction
+    assert txn.transactional_id == p.tid
+    return {
+        (t.name, int(r.partition_index)): int(r.partition_error_code)
+        for t in txn.topic_results
+        for r in t.results_by_partition
+    }
+
+
+def _open_transactions(c: RawClient, topic: str) -> list[int]:
+    resp = c.request(
+        ApiKey.DESCRIBE_PRODUCERS, 0, {"topics": [{"name": topic, "partition_indexes": [0]}]}
+    )
+    part = resp.topics[0].partitions[0]
+    assert part.error_code == Errors.NONE
+    return [
+        p.current_txn_start_offset for p in part.active_producers if p.current_txn_start_offset >= 0
+    ]
+
+
+def _wait_complete(c: RawClient, tid: str) -> None:
+    """Until the coordinator has written the transaction's Complete state (markers out)."""
+    deadline = time.monotonic() + 30
+    while True:
+        resp = c.request(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [tid]})
+        state = resp.transaction_states[0]
+        if state.error_code == Errors.NONE and state.transaction_state in (
+            "CompleteAbort",
+            "CompleteCommit",
+        ):
+            return
+        assert time.monotonic() < deadline, state
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def unverified(tmp_path: Path) -> Iterator[BrookProcess]:
+    with BrookProcess(
+        tmp_path / "off", {"transaction.partition.verification.enable": "false"}
+    ) as broker:
+        yield broker
+
+
+def test_batch_for_partition_not_in_transaction_is_refused(
+    brook: BrookProcess, unique_topic: str
+) -> None:
+    with RawClient(brook.bootstrap) as c:
+        create_topic(c, unique_topic, partitions=2)
+        p = RawTxnProducer(c, f"tx-{uuid.uuid4().hex[:8]}")
+        # Partition 0 was never added: refused, nothing written, no transaction opened.
+        assert p.send(unique_topic, 0, b"stray") == (Errors.INVALID_TXN_STATE, -1)
+        # Produce v11+ clients understand TRANSACTION_ABORTABLE and get it instead.
+        assert p.send(unique_topic, 0, b"stray", version=11) == (Errors.TRANSACTION_ABORTABLE, -1)
+        assert latest(c, unique_topic, 0) == 0
+        assert _open_transactions(c, unique_topic) == []
+        # Once added, the same batch is written.
+        assert p.add(unique_topic, 0) == Errors.NONE
+        assert _verify_only(c, p, [(unique_topic, 0), (unique_topic, 1)]) == {
+            (unique_topic, 0): Errors.NONE,
+            (unique_topic, 1): Errors.TRANSACTION_ABORTABLE,
+        }
+        assert p.send(unique_topic, 0, b"in") == (Errors.NONE, 0)
+        assert p.send(unique_topic, 0, b"in-2") == (Errors.NONE, 1)
+        # The other partition is still not in the transaction.
+        assert p.send(unique_topic, 1, b"stray") == (Errors.INVALID_TXN_STATE, -1)
+
+
+def test_late_batch_of_aborted_transaction_cannot_hang(
+    brook: BrookProcess, unique_topic: str
+) -> None:
+    with RawClient(brook.bootstrap) as c:
+        create_topic(c, unique_topic)
+        p = RawTxnProducer(c, f"tx-{uuid.uuid4().hex[:8]}")
+        assert p.add(unique_topic, 0) == Errors.NONE
+        assert p.send(unique_topic, 0, b"a1") == (Errors.NONE, 0)
+        assert p.end(commit=False) == Errors.NONE
+        _wait_complete(c, p.tid)
+        end = latest(c, unique_topic, 0)
+        assert end == 2  # a1 and the ABORT marker
+        # A batch of the aborted transaction arriving late (same epoch, next sequence).
+        assert p.send(unique_topic, 0, b"late") == (Errors.INVALID_TXN_STATE, -1)
+        assert latest(c, unique_topic, 0) == end
+        assert _open_transactions(c, unique_topic) == []
+        assert latest(c, unique_topic, READ_COMMITTED) == end
+        # The coordinator was not changed by the verification: the next transaction works.
+        assert p.add(unique_topic, 0) == Errors.NONE
+        assert p.send(unique_topic, 0, b"b1") == (Errors.NONE, end)
+        assert p.end(commit=True) == Errors.NONE
+
+
+def test_verify_only_answers_kafkas_errors(brook: BrookProcess, unique_topic: str) -> None:
+    with RawClient(brook.bootstrap) as c:
+        create_topic(c, unique_topic)
+        p = RawTxnProducer(c, f"tx-{uuid.uuid4().hex[:8]}")
+        tp = (unique_topic, 0)
+        # Not added: not in the transaction; the request did not add it either.
+        assert _verify_only(c, p, [tp], version=5) == {tp: Errors.TRANSACTION_ABORTABLE}
+        assert _verify_only(c, p, [tp]) == {tp: Errors.TRANSACTION_ABORTABLE}
+        other = RawTxnProducer.__new__(RawTxnProducer)
+        other.c, other.tid, other.pid, other.epoch = c, p.tid, p.pid, p.epoch + 1
+        assert _verify_only(c, other, [tp]) == {tp: Errors.PRODUCER_FENCED}
+        other.pid, other.epoch = p.pid + 1, p.epoch
+        assert _verify_only(c, other, [tp]) == {tp: Errors.INVALID_PRODUCER_ID_MAPPING}
+        assert _verify_only(c, p, [("no-such-topic", 0)]) == {
+            ("no-such-topic", 0): Errors.UNKNOWN_TOPIC_OR_PARTITION
+        }
+        # v4 without verify_only adds the partition, as v3 does.
+        resp = c.request(
+            ApiKey.ADD_PARTITIONS_TO_TXN,
+            4,
+            {
+                "transactions": [
+                    {
+                        "transactional_id": p.tid,
+                        "producer_id": p.pid,
+                        "producer_epoch": p.epoch,
+                        "verify_only": False,
+                        "topics": [{"name": unique_topic, "partitions": [0]}],
+                    }
+                ]
+            },
+        )
+        result = resp.results_by_transaction[0].topic_results[0].results_by_partition[0]
+        assert result.partition_error_code == Errors.NONE
+        assert _verify_only(c, p, [tp]) == {tp: Errors.NONE}
+
+
+def test_verification_off_writes_the_stray_batch(
+    unverified: BrookProcess, unique_topic: str
+) -> None:
+    with RawClient(unverified.bootstrap) as c:
+        create_topic(c, unique_topic)
+        p = RawTxnProducer(c, f"tx-{uuid.uuid4().hex[:8]}")
+        # Without verification the batch opens a transaction the coordinator knows nothing
+        # about: a hanging transaction holding the last stable offset.
+        assert p.send(unique_topic, 0, b"stray") == (Errors.NONE, 0)
+        assert _open_transactions(c, unique_topic) == [0]
+        assert latest(c, unique_topic, READ_COMMITTED) == 0
+
+
+def test_confluent_transactional_producer_with_verification(
+    brook: BrookProcess, unique_topic: str
+) -> None:
+    with RawClient(brook.bootstrap) as c:
+        create_topic(c, unique_topic, partitions=3)
+    producer = Producer(
+        {"bootstrap.servers": brook.bootstrap, "transactional.id": f"cf-{uuid.uuid4().hex[:6]}"}
+    )
+    producer.init_transactions(30)
+    for commit in (True, False, True):
+        producer.begin_transaction()
+        for i in range(30):
+            producer.produce(unique_topic, f"{commit}-{i}".encode(), partition=i % 3)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": brook.bootstrap,
+            "group.id": f"g-{uuid.uuid4().hex}",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(unique_topic, p, 0) for p in range(3)])
+        got: list[bytes] = []
+        ended: set[int] = set()
+        deadline = time.monotonic() + 30
+        while len(ended) < 3:
+            assert time.monotonic() < deadline, (ended, len(got))
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error():
+                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
+                ended.add(msg.partition())
+                continue
+            got.append(msg.value())
+    finally:
+        consumer.close()
+    assert sorted(got) == sorted(f"True-{i}".encode() for i in range(30) for _ in range(2))
