@@ -11,126 +11,16 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from rawclient import RawClient, create_topic
 from support import BrookProcess
 from txn_support import READ_COMMITTED, latest
+from txn_verify_support import RawTxnProducer, open_transactions, wait_complete
 
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
-from brook.protocol.records import build_simple_batch
-
-RETRIABLE = (
-    Errors.COORDINATOR_NOT_AVAILABLE,
-    Errors.COORDINATOR_LOAD_IN_PROGRESS,
-    Errors.NOT_COORDINATOR,
-    Errors.CONCURRENT_TRANSACTIONS,
-)
-
-
-def _until_done(ask: Any, what: str, timeout: float = 60.0) -> int:
-    """``ask()``'s error code once it is not a retriable coordinator answer."""
-    deadline = time.monotonic() + timeout
-    while True:
-        code = ask()
-        if code not in RETRIABLE:
-            return int(code)
-        assert time.monotonic() < deadline, f"{what}: still {code}"
-        time.sleep(0.1)
-
-
-class RawTxnProducer:
-    """A transactional producer spoken in raw requests, to send what a client would not."""
-
-    def __init__(self, c: RawClient, tid: str) -> None:
-        self.c, self.tid, self.seq = c, tid, 0
-        init: dict[str, Any] = {}
-
-        def find() -> int:
-            resp = c.request(ApiKey.FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": [tid]})
-            return int(resp.coordinators[0].error_code)
-
-        assert _until_done(find, "FindCoordinator") == Errors.NONE
-
-        def ask() -> int:
-            resp = c.request(
-                ApiKey.INIT_PRODUCER_ID,
-                4,
-                {
-                    "transactional_id": tid,
-                    "transaction_timeout": 60000,
-                    "producer_id": -1,
-                    "producer_epoch": -1,
-                },
-            )
-            init["resp"] = resp
-            return int(resp.error_code)
-
-        assert _until_done(ask, "InitProducerId") == Errors.NONE
-        self.pid, self.epoch = init["resp"].producer_id, init["resp"].producer_epoch
-
-    def add(self, topic: str, partition: int) -> int:
-        def ask() -> int:
-            resp = self.c.request(
-                ApiKey.ADD_PARTITIONS_TO_TXN,
-                3,
-                {
-                    "v3_and_below_transactional_id": self.tid,
-                    "v3_and_below_producer_id": self.pid,
-                    "v3_and_below_producer_epoch": self.epoch,
-                    "v3_and_below_topics": [{"name": topic, "partitions": [partition]}],
-                },
-            )
-            return int(
-                resp.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
-            )
-
-        return _until_done(ask, "AddPartitionsToTxn")
-
-    def end(self, commit: bool) -> int:
-        def ask() -> int:
-            resp = self.c.request(
-                ApiKey.END_TXN,
-                3,
-                {
-                    "transactional_id": self.tid,
-                    "producer_id": self.pid,
-                    "producer_epoch": self.epoch,
-                    "committed": commit,
-                },
-            )
-            return int(resp.error_code)
-
-        return _until_done(ask, "EndTxn")
-
-    def send(self, topic: str, partition: int, value: bytes, version: int = 9) -> tuple[int, int]:
-        batch = build_simple_batch(
-            [value],
-            producer_id=self.pid,
-            producer_epoch=self.epoch,
-            base_sequence=self.seq,
-            transactional=True,
-            timestamp=int(time.time() * 1000),
-        )
-        resp = self.c.request(
-            ApiKey.PRODUCE,
-            version,
-            {
-                "transactional_id": self.tid,
-                "acks": -1,
-                "timeout": 30000,
-                "topic_data": [
-                    {"name": topic, "partition_data": [{"index": partition, "records": batch}]}
-                ],
-            },
-        )
-        part = resp.responses[0].partition_responses[0]
-        if part.error_code == Errors.NONE:
-            self.seq += 1
-        return int(part.error_code), int(part.base_offset)
 
 
 def _verify_only(
@@ -161,32 +51,6 @@ def _verify_only(
     }
 
 
-def _open_transactions(c: RawClient, topic: str) -> list[int]:
-    resp = c.request(
-        ApiKey.DESCRIBE_PRODUCERS, 0, {"topics": [{"name": topic, "partition_indexes": [0]}]}
-    )
-    part = resp.topics[0].partitions[0]
-    assert part.error_code == Errors.NONE
-    return [
-        p.current_txn_start_offset for p in part.active_producers if p.current_txn_start_offset >= 0
-    ]
-
-
-def _wait_complete(c: RawClient, tid: str) -> None:
-    """Until the coordinator has written the transaction's Complete state (markers out)."""
-    deadline = time.monotonic() + 30
-    while True:
-        resp = c.request(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [tid]})
-        state = resp.transaction_states[0]
-        if state.error_code == Errors.NONE and state.transaction_state in (
-            "CompleteAbort",
-            "CompleteCommit",
-        ):
-            return
-        assert time.monotonic() < deadline, state
-        time.sleep(0.1)
-
-
 @pytest.fixture
 def unverified(tmp_path: Path) -> Iterator[BrookProcess]:
     with BrookProcess(
@@ -206,7 +70,7 @@ def test_batch_for_partition_not_in_transaction_is_refused(
         # Produce v11+ clients understand TRANSACTION_ABORTABLE and get it instead.
         assert p.send(unique_topic, 0, b"stray", version=11) == (Errors.TRANSACTION_ABORTABLE, -1)
         assert latest(c, unique_topic, 0) == 0
-        assert _open_transactions(c, unique_topic) == []
+        assert open_transactions(c, unique_topic) == []
         # Once added, the same batch is written.
         assert p.add(unique_topic, 0) == Errors.NONE
         assert _verify_only(c, p, [(unique_topic, 0), (unique_topic, 1)]) == {
@@ -228,13 +92,13 @@ def test_late_batch_of_aborted_transaction_cannot_hang(
         assert p.add(unique_topic, 0) == Errors.NONE
         assert p.send(unique_topic, 0, b"a1") == (Errors.NONE, 0)
         assert p.end(commit=False) == Errors.NONE
-        _wait_complete(c, p.tid)
+        wait_complete(c, p.tid)
         end = latest(c, unique_topic, 0)
         assert end == 2  # a1 and the ABORT marker
         # A batch of the aborted transaction arriving late (same epoch, next sequence).
         assert p.send(unique_topic, 0, b"late") == (Errors.INVALID_TXN_STATE, -1)
         assert latest(c, unique_topic, 0) == end
-        assert _open_transactions(c, unique_topic) == []
+        assert open_transactions(c, unique_topic) == []
         assert latest(c, unique_topic, READ_COMMITTED) == end
         # The coordinator was not changed by the verification: the next transaction works.
         assert p.add(unique_topic, 0) == Errors.NONE
@@ -288,7 +152,7 @@ def test_verification_off_writes_the_stray_batch(
         # Without verification the batch opens a transaction the coordinator knows nothing
         # about: a hanging transaction holding the last stable offset.
         assert p.send(unique_topic, 0, b"stray") == (Errors.NONE, 0)
-        assert _open_transactions(c, unique_topic) == [0]
+        assert open_transactions(c, unique_topic) == [0]
         assert latest(c, unique_topic, READ_COMMITTED) == 0
 
 
