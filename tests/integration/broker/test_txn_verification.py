@@ -21,6 +21,7 @@ from txn_verify_support import RawTxnProducer, open_transactions, wait_complete
 
 from brook.protocol.api import ApiKey
 from brook.protocol.errors import Errors
+from brook.protocol.records import build_simple_batch
 
 
 def _verify_only(
@@ -199,3 +200,53 @@ def test_confluent_transactional_producer_with_verification(
     finally:
         consumer.close()
     assert sorted(got) == sorted(f"True-{i}".encode() for i in range(30) for _ in range(2))
+
+
+def _txn_batch(pid: int, epoch: int, value: bytes) -> bytes:
+    return build_simple_batch(
+        [value],
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=0,
+        transactional=True,
+        timestamp=int(time.time() * 1000),
+    )
+
+
+def test_what_nothing_can_verify_is_refused(brook: BrookProcess, unique_topic: str) -> None:
+    with RawClient(brook.bootstrap) as c:
+        create_topic(c, unique_topic, partitions=2)
+        p = RawTxnProducer(c, f"tx-{uuid.uuid4().hex[:8]}")
+        assert p.add(unique_topic, 0) == Errors.NONE
+        assert p.add(unique_topic, 1) == Errors.NONE
+
+        def produce(tid: str | None, batches: list[bytes]) -> list[int]:
+            resp = c.request(
+                ApiKey.PRODUCE,
+                9,
+                {
+                    "transactional_id": tid,
+                    "acks": -1,
+                    "timeout": 30000,
+                    "topic_data": [
+                        {
+                            "name": unique_topic,
+                            "partition_data": [
+                                {"index": i, "records": b} for i, b in enumerate(batches)
+                            ],
+                        }
+                    ],
+                },
+            )
+            return [int(r.error_code) for r in resp.responses[0].partition_responses]
+
+        # A transactional batch in a produce without a transactional id: nothing verifies it.
+        assert produce(None, [_txn_batch(p.pid, p.epoch, b"x")]) == [Errors.INVALID_TXN_STATE]
+        # Two producer ids in one request's transactional batches: refused whole, as Kafka.
+        two = [_txn_batch(p.pid, p.epoch, b"x"), _txn_batch(p.pid + 1, 0, b"y")]
+        assert produce(p.tid, two) == [Errors.INVALID_PRODUCER_ID_MAPPING] * 2
+        assert latest(c, unique_topic, 0) == 0
+        # Both partitions in the transaction, one request: both verified and written.
+        both = [_txn_batch(p.pid, p.epoch, b"a"), _txn_batch(p.pid, p.epoch, b"b")]
+        assert produce(p.tid, both) == [Errors.NONE, Errors.NONE]
+        assert open_transactions(c, unique_topic) == [0]
