@@ -7,9 +7,9 @@ coordinator did not verify is refused with the error Kafka's ReplicaManager give
 (``txn_verify.produce_error``): INVALID_TXN_STATE (TRANSACTION_ABORTABLE from produce v11),
 NOT_ENOUGH_REPLICAS for the coordinator's retriable answers.
 
-Off with ``transaction.partition.verification.enable=false``, and for a request without a
-transactional id (its transactional batches are refused at the append instead: nothing
-verified them, as in Kafka).
+Off with ``transaction.partition.verification.enable=false`` (a dynamic broker config, read
+on every produce), and for a request without a transactional id (its transactional batches
+are refused at the append instead: nothing verified them, as in Kafka).
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
+from brook.config.defs import ConfigError
+from brook.config.server import SERVER_CONFIG, VERIFICATION_KEY
 from brook.log.txn_verification import VerificationGuard, needs_verification
+from brook.metadata.records import ConfigResourceType
 from brook.metadata.topics import is_internal
 from brook.protocol.batch import MAGIC, CorruptBatch, read_header
 from brook.protocol.errors import Errors
@@ -28,8 +31,6 @@ from brook.security.acl import AclOperation, ResourceType
 
 from . import authz
 from .txn_verify import TopicPartition, produce_error
-
-VERIFICATION_KEY = "transaction.partition.verification.enable"
 
 
 @dataclass(slots=True)
@@ -42,7 +43,18 @@ class Verified:
 
 
 def enabled(broker: Any) -> bool:
-    return bool(broker.config[VERIFICATION_KEY])
+    """``transaction.partition.verification.enable`` in force: server.properties, overlaid
+    by the cluster-wide dynamic default and then this node's own (dynamic, as in Kafka)."""
+    value = bool(broker.config[VERIFICATION_KEY])
+    configs = broker.image.configs
+    for scope in ("", str(broker.node_id)):
+        raw = configs.get((ConfigResourceType.BROKER, scope), {}).get(VERIFICATION_KEY)
+        if raw is not None:
+            try:
+                value = bool(SERVER_CONFIG.parse_one(VERIFICATION_KEY, raw))
+            except ConfigError:  # stored before values were checked: keep the previous one
+                pass
+    return value
 
 
 def start(ctx: Any, request: Any) -> Awaitable[Verified] | None:

@@ -250,3 +250,44 @@ def test_what_nothing_can_verify_is_refused(brook: BrookProcess, unique_topic: s
         both = [_txn_batch(p.pid, p.epoch, b"a"), _txn_batch(p.pid, p.epoch, b"b")]
         assert produce(p.tid, both) == [Errors.NONE, Errors.NONE]
         assert open_transactions(c, unique_topic) == [0]
+
+
+def _set_verification(c: RawClient, value: str) -> None:
+    """The cluster-wide dynamic default (broker resource "")."""
+    request = {
+        "resources": [
+            {
+                "resource_type": 4,
+                "resource_name": "",
+                "configs": [
+                    {
+                        "name": "transaction.partition.verification.enable",
+                        "config_operation": 0,
+                        "value": value,
+                    }
+                ],
+            }
+        ],
+        "validate_only": False,
+    }
+    resp = c.request(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, request)
+    assert resp.responses[0].error_code == Errors.NONE, resp
+
+
+def test_verification_is_a_dynamic_broker_config(brook: BrookProcess, unique_topic: str) -> None:
+    with RawClient(brook.bootstrap) as c:
+        create_topic(c, unique_topic, partitions=2)
+        p = RawTxnProducer(c, f"tx-{uuid.uuid4().hex[:8]}")
+        assert p.send(unique_topic, 0, b"stray") == (Errors.INVALID_TXN_STATE, -1)
+        _set_verification(c, "false")
+        deadline = time.monotonic() + 30
+        while (answer := p.send(unique_topic, 0, b"stray")) != (Errors.NONE, 0):
+            assert answer == (Errors.INVALID_TXN_STATE, -1), answer
+            assert time.monotonic() < deadline, "verification still on"
+            time.sleep(0.1)
+        _set_verification(c, "true")
+        deadline = time.monotonic() + 30
+        while (answer := p.send(unique_topic, 1, b"stray")) != (Errors.INVALID_TXN_STATE, -1):
+            assert time.monotonic() < deadline, f"verification still off: {answer}"
+            time.sleep(0.1)
+        assert latest(c, unique_topic, 0) == 1 and open_transactions(c, unique_topic) == [0]
