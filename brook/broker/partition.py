@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from brook.log.config import LogConfig
 from brook.log.log import AppendResult, PartitionLog, ReadResult
+from brook.log.txn_verification import VerificationGuard
 from brook.metadata import quorum_acks
 from brook.metadata.image import BrokerInfo, PartitionInfo
 from brook.protocol.errors import Errors, KafkaError
@@ -201,9 +202,17 @@ class Partition:
         return Errors.UNKNOWN_LEADER_EPOCH
 
     # ------------------------------------------------------------------ produce
-    def append_as_leader(self, records: bytes, required_acks: int, now_ms: int) -> AppendResult:
+    def append_as_leader(
+        self,
+        records: bytes,
+        required_acks: int,
+        now_ms: int,
+        verify: bool = False,
+        guard: VerificationGuard | None = None,
+    ) -> AppendResult:
         """Append as leader. acks=all with the committed ISR below the effective min ISR is
-        refused before anything is written (NOT_ENOUGH_REPLICAS)."""
+        refused before anything is written (NOT_ENOUGH_REPLICAS); ``verify`` / ``guard``:
+        KIP-890's check of a transaction's first batch (``PartitionLog.append_as_leader``)."""
         state = self.leader_state
         if not self.is_leader or state is None:
             raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER)
@@ -214,7 +223,7 @@ class Partition:
                 f"min.isr requirement of {state.effective_min_isr} for partition "
                 f"{self.topic}-{self.partition}",
             )
-        result = self.log.append_as_leader(records, self.leader_epoch, now_ms)
+        result = self.log.append_as_leader(records, self.leader_epoch, now_ms, verify, guard)
         if not result.duplicate:
             self.appended_bytes += len(records)
             self.notify_appended()

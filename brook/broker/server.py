@@ -69,6 +69,7 @@ from .replica_fetcher.fetcher import FetcherConfig
 from .replica_fetcher.manager import ReplicaFetcherManager
 from .replica_manager import ReplicaManager
 from .txn.coordinator import TransactionCoordinator
+from .txn_verifier import TxnVerifier
 
 log = logging.getLogger(__name__)
 
@@ -139,6 +140,7 @@ class Broker:
         self.producer_ids: ProducerIdManager
         self.group_coordinator: GroupCoordinator | None = None
         self.txn_coordinator: TransactionCoordinator | None = None
+        self.txn_verifier: TxnVerifier | None = None
         self.log_cleaner: LogCleaner | None = None
         # How this node connects to the other nodes' controller and inter-broker listeners
         # (TLS, SASL login); None: plain text, and always on a lone node.
@@ -372,6 +374,8 @@ class Broker:
         self.txn_coordinator = TransactionCoordinator(self)
         self.replica_manager.add_leadership_listener(self.txn_coordinator.on_leadership)
         self.txn_coordinator.start()
+        # partition leaders verify a transaction's first batch with its coordinator (KIP-890)
+        self.txn_verifier = TxnVerifier(self)
         self.replica_manager.start_isr_management(self.controller, lambda: self.broker_epoch)
         # the fetchers learn the partitions this broker follows as they are applied
         self.replica_fetchers = self._replica_fetcher_manager(self.replica_manager)
@@ -533,6 +537,8 @@ class Broker:
             await self.group_coordinator.stop()
         if self.txn_coordinator is not None:
             await self.txn_coordinator.stop()
+        if self.txn_verifier is not None:
+            await self.txn_verifier.stop()
         if self.replica_fetchers is not None:
             await self.replica_fetchers.stop()  # no append may race the logs closing
         await self._stop_log_cleaner()

@@ -27,6 +27,8 @@ _K = ConfigKey
 PRODUCE_DELAY_KEY = "brook.fault.produce.delay.ms"
 FOLLOWER_FETCH_DELAY_KEY = "brook.fault.follower.fetch.delay.ms"
 CLEANER_SWAP_DELAY_KEY = "brook.fault.cleaner.swap.delay.ms"
+# KIP-890: partition leaders verify a transaction's first batch with its coordinator (dynamic).
+VERIFICATION_KEY = "transaction.partition.verification.enable"
 # Test only: the principal of every connection of a listener (brook/broker/listener_principals.py).
 TEST_PRINCIPALS_KEY = "brook.test.listener.principals"
 # The Prometheus endpoint (brook/metrics/endpoint.py).
@@ -704,6 +706,17 @@ SERVER_CONFIG = ConfigDef(
             3600000,
             at_least(1),
             "How often expired transactional ids are removed",
+        ),
+        _K(
+            VERIFICATION_KEY,
+            Type.BOOLEAN,
+            True,
+            None,
+            "Before a partition leader writes the first transactional batch of a producer's "
+            "transaction, ask the transaction coordinator whether the partition is in that "
+            "transaction (KIP-890); a batch for a partition not in it is refused "
+            "(INVALID_TXN_STATE) instead of opening a transaction nobody ends; a dynamic broker "
+            "config, changed at run time through IncrementalAlterConfigs",
         ),
         _K(
             "group.initial.rebalance.delay.ms",

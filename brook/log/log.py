@@ -56,6 +56,7 @@ from .span import StoredSpan
 from .swap import CleanedFiles
 from .time_index import NO_TIMESTAMP
 from .txn_index import AbortedTxn
+from .txn_verification import VerificationGuard, missing_verification
 
 log = logging.getLogger(__name__)
 
@@ -260,15 +261,27 @@ class PartitionLog:
 
     # ------------------------------------------------------------------ appends
     @_storage_io("appending records to")
-    def append_as_leader(self, records: bytes, leader_epoch: int, now_ms: int) -> AppendResult:
+    def append_as_leader(
+        self,
+        records: bytes,
+        leader_epoch: int,
+        now_ms: int,
+        verify: bool = False,
+        guard: VerificationGuard | None = None,
+    ) -> AppendResult:
         """Validate one client batch, give it the next offsets and ``leader_epoch``, write it.
 
-        Raises KafkaError with Kafka's code for a batch it rejects; nothing is written then.
+        ``verify`` (KIP-890, a client's produce with ``transaction.partition.verification
+        .enable``): a transactional batch that would open its producer's transaction here must
+        carry ``guard``, the one its verification with the coordinator holds, else
+        INVALID_TXN_STATE. Raises KafkaError with Kafka's code for a batch it rejects; nothing
+        is written then.
         """
         header, max_timestamp = self._validate_client_batch(records, now_ms)
         config = self.config
         if header.producer_id >= 0:
-            duplicate = self.producer_state.check_append(header)
+            state = self.producer_state
+            duplicate = state.check_append(header)
             if duplicate is not None:
                 return AppendResult(
                     duplicate.first_offset,
@@ -278,6 +291,21 @@ class PartitionLog:
                     header.records_count,
                     True,
                 )
+            if verify:
+                entry = state.last_entry(header.producer_id)
+                open_txn = entry is not None and entry.current_txn_first_offset is not None
+                if missing_verification(
+                    state.verifications,
+                    header.producer_id,
+                    open_txn,
+                    header.is_transactional,
+                    header.is_control,
+                    guard,
+                ):
+                    raise KafkaError(
+                        Errors.INVALID_TXN_STATE, "Record was not part of an ongoing transaction"
+                    )
+            state.verifications.check_sequence(header.producer_id, header.base_sequence)
         base = self.log_end_offset
         size = len(records)
         if config.log_append_time:

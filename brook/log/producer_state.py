@@ -24,6 +24,7 @@ from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.txn_marker import TxnMarker
 
 from .checkpoints import write_atomically
+from .txn_verification import VerificationStates
 
 NUM_BATCHES_TO_RETAIN = 5
 NO_PRODUCER_EPOCH = -1
@@ -110,6 +111,8 @@ class ProducerStateManager:
         self._unsynced: list[Path] = []
         # Ended transactions whose marker is not yet below the high watermark, by first offset.
         self.unreplicated: dict[int, CompletedTxn] = {}
+        # KIP-890: producers whose first transactional batch here is being verified.
+        self.verifications = VerificationStates()
 
     def __len__(self) -> int:
         return len(self.producers)
@@ -196,6 +199,9 @@ class ProducerStateManager:
             entry.epoch = header.producer_epoch
             entry.batches.clear()
         entry.last_timestamp = timestamp
+        if header.is_transactional:
+            # the transaction is open here now, or ended: a verification in flight is stale
+            self.verifications.clear(header.producer_id)
         if marker is not None:
             completed = None
             if entry.current_txn_first_offset is not None:
@@ -284,6 +290,7 @@ class ProducerStateManager:
         ]
         for pid in expired:
             del self.producers[pid]
+        self.verifications.expire(now_ms, max_age_ms)
         return len(expired)
 
     # ------------------------------------------------------------------ snapshots

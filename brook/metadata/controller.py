@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from brook.config.defs import ConfigError, Type
-from brook.config.server import FOLLOWER_FETCH_DELAY_KEY, PRODUCE_DELAY_KEY, SERVER_CONFIG
+from brook.config.server import (
+    FOLLOWER_FETCH_DELAY_KEY,
+    PRODUCE_DELAY_KEY,
+    SERVER_CONFIG,
+    VERIFICATION_KEY,
+)
 from brook.config.topic import SERVER_DEFAULT, TOPIC_CONFIG
 from brook.protocol.errors import Errors
 
@@ -43,10 +48,11 @@ from .topics import (
 PRODUCER_ID_BLOCK = 1000
 ZERO_UUID = uuid.UUID(int=0)
 # Broker configs a running node takes from the metadata: the broker-wide defaults of topic
-# configs and the fault-injection delays of experiments.
+# configs, the fault-injection delays of experiments, KIP-890's verification switch.
 DYNAMIC_BROKER_KEYS = frozenset(SERVER_DEFAULT.values()) | {
     PRODUCE_DELAY_KEY,
     FOLLOWER_FETCH_DELAY_KEY,
+    VERIFICATION_KEY,
 }
 
 

@@ -21,8 +21,10 @@ topics by id. The response is hand-encoded (see brook.protocol.produce_codec).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 import uuid
+from collections.abc import Awaitable
 from typing import Any
 
 from brook.log.log import AppendResult
@@ -35,9 +37,10 @@ from brook.protocol.errors import Errors, KafkaError
 from brook.protocol.produce_codec import PartitionProduceResult, encode_produce_response
 from brook.security.acl import AclOperation, ResourceType
 
-from .. import authz
+from .. import authz, produce_verification
 from ..delayed import DelayedProduce, PendingAcks
 from ..partition import Partition
+from ..produce_verification import Verified
 from ..registry import RequestContext, handler
 from .common import leader_hint
 
@@ -46,6 +49,21 @@ ZERO_UUID = uuid.UUID(int=0)
 
 @handler(ApiKey.PRODUCE, (3, 13), advertised_min=0)
 def handle(ctx: RequestContext, request: Any) -> Any:
+    pending = produce_verification.start(ctx, request)
+    if pending is None:
+        return _produce(ctx, request, None)
+    return _produce_verified(ctx, request, pending)
+
+
+async def _produce_verified(ctx: RequestContext, request: Any, pending: Awaitable[Verified]) -> Any:
+    """The produce once its coordinator has answered for the partitions that needed it."""
+    result = _produce(ctx, request, await pending)
+    if inspect.isawaitable(result):
+        return await result
+    return result
+
+
+def _produce(ctx: RequestContext, request: Any, verified: Verified | None) -> Any:
     broker = ctx.broker
     version = ctx.api_version
     acks = request.acks
@@ -56,6 +74,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     appended: list[tuple[Partition, PartitionProduceResult, AppendResult]] = []
     hints: dict[int, tuple[int, str, int, str | None]] = {}
     any_error = False
+    verify = produce_verification.enabled(broker)
     # Kafka refuses the whole request (every partition) without WRITE on its transactional id
     txn_denied = request.transactional_id is not None and not authz.authorize(
         ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id
@@ -114,9 +133,18 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                             broker.image.brokers[leader].rack,
                         )
                 continue
+            guard = None
+            if verified is not None:
+                refusal = verified.refused.get((name, pdata.index))
+                if refusal is not None:
+                    counters.produce_request(name, failed=True)
+                    result.error_code, result.error_message = refusal
+                    any_error = True
+                    continue
+                guard = verified.guards.get((name, pdata.index))
             try:
                 check_records(pdata.records, version)
-                append = partition.append_as_leader(pdata.records, acks, now)
+                append = partition.append_as_leader(pdata.records, acks, now, verify, guard)
             except KafkaError as exc:
                 counters.produce_request(name, failed=True)
                 result.error_code = exc.code

@@ -27,6 +27,7 @@ from .state import (
     check_init_request,
     new_entry,
 )
+from .verification import verify_partitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +154,25 @@ class TxnStateManager:
         if entry is None:
             return Routed(Decision(Errors.INVALID_PRODUCER_ID_MAPPING))
         return Routed(ask(entry), partition, owned.coordinator_epoch)
+
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> dict[TopicPartition, Errors]:
+        """AddPartitionsToTxn VerifyOnly (KIP-890): whether each partition is in the ongoing
+        transaction (``verification.verify_partitions``), after the routing errors."""
+        wanted = list(partitions)
+        if not transactional_id:
+            return dict.fromkeys(wanted, Errors.INVALID_REQUEST)
+        error, _, owned = self._owner(transactional_id)
+        if owned is None:
+            return dict.fromkeys(wanted, error)
+        entry = owned.entries.get(transactional_id)
+        meta = None if entry is None else entry.meta
+        return verify_partitions(meta, producer_id, producer_epoch, wanted)
 
     def entry(self, transactional_id: str) -> TxnEntry | None:
         _, _, owned = self._owner(transactional_id)

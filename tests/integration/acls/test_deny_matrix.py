@@ -398,6 +398,22 @@ def _write_txn_markers(raw: RawClient, topic: str, group: str) -> int:
     return response.markers[0].topics[0].partitions[0].error_code
 
 
+def _verify_partitions(raw: RawClient, topic: str, group: str) -> int:
+    """AddPartitionsToTxn v4 (KIP-890, brokers' form): the top-level error."""
+    request = {
+        "transactions": [
+            {
+                "transactional_id": f"{group}-tx",
+                "producer_id": 12345,
+                "producer_epoch": 0,
+                "verify_only": True,
+                "topics": [{"name": topic, "partitions": [0]}],
+            }
+        ]
+    }
+    return raw.request(ApiKey.ADD_PARTITIONS_TO_TXN, 4, request).error_code
+
+
 def _describe_producers(raw: RawClient, topic: str, group: str) -> int:
     request = {"topics": [{"name": topic, "partition_indexes": [0]}]}
     response = raw.request(ApiKey.DESCRIBE_PRODUCERS, 0, request)
@@ -566,6 +582,13 @@ ROWS = [
         "write-txn-markers",
         [(CLUSTER, "kafka-cluster", 9)],
         _write_txn_markers,
+        E.CLUSTER_AUTHORIZATION_FAILED,
+    ),
+    # a partition leader verifying with a transaction coordinator (KIP-890)
+    Row(
+        "add-partitions-to-txn-v4",
+        [(CLUSTER, "kafka-cluster", 9)],
+        _verify_partitions,
         E.CLUSTER_AUTHORIZATION_FAILED,
     ),
     Row(

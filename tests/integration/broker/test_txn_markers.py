@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import confluent_kafka
+import pytest
 from rawclient import RawClient, create_topic, fetch, produce
 from support import BrookProcess
 from txn_support import READ_COMMITTED, TxnProducer, fetch_at, latest, values, write_marker
@@ -19,6 +22,16 @@ from brook.client.cluster import TopicPartition
 from brook.client.consumer import Consumer
 from brook.protocol.errors import Errors
 from brook.protocol.records import build_simple_batch
+
+# These tests play the transaction coordinator themselves (raw WriteTxnMarkers): there is no
+# coordinator to verify their batches (KIP-890), so the broker does not ask one.
+UNVERIFIED = {"transaction.partition.verification.enable": "false"}
+
+
+@pytest.fixture
+def brook(tmp_path: Path) -> Iterator[BrookProcess]:
+    with BrookProcess(tmp_path / "data", UNVERIFIED) as broker:
+        yield broker
 
 
 def _scenario(c: RawClient, topic: str) -> tuple[TxnProducer, TxnProducer]:
