@@ -12,6 +12,11 @@ from brook.protocol.records import build_simple_batch, iter_records
 
 READ_COMMITTED = 1
 
+# A broker for tests that write transactional batches with no coordinator behind them (raw
+# batches, then raw WriteTxnMarkers or a hanging transaction): KIP-890's verification would
+# refuse them, as it refuses any transactional batch its coordinator does not know of.
+UNVERIFIED = {"transaction.partition.verification.enable": "false"}
+
 
 def _init(c: RawClient) -> tuple[int, int]:
     resp = c.request(

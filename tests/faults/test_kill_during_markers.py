@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rawclient import RawClient, create_topic
 from support import BrookProcess, env_with_repo
-from txn_support import READ_COMMITTED, fetch_at_offset
+from txn_support import READ_COMMITTED, UNVERIFIED, fetch_at_offset
 
 from brook.client.cluster import TopicPartition
 from brook.client.consumer.partition_records import PartitionRecords
@@ -70,7 +70,7 @@ def test_decided_transactions_survive_kill_9(tmp_path: Path, unique_topic: str) 
     with BrookProcess(
         tmp_path / "d",
         # the test writes the markers itself: no coordinator to verify its batches (KIP-890)
-        {"log.flush.interval.messages": "1", "transaction.partition.verification.enable": "false"},
+        {"log.flush.interval.messages": "1", **UNVERIFIED},
     ) as broker:
         with RawClient(broker.bootstrap) as c:
             create_topic(c, unique_topic, configs={"segment.bytes": "2048"})

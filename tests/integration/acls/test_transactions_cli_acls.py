@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
-from acl_support import Secured
+from acl_support import Secured, secured_overrides
 from rawclient import RawClient, create_topic
-from txn_support import TxnProducer
+from support import BrookProcess, free_port
+from txn_support import UNVERIFIED, TxnProducer
 
 from brook.cli.main import main
 from brook.protocol.api import ApiKey
@@ -41,6 +44,16 @@ def _allow(admin: RawClient, rtype: int, name: str, op: int) -> None:
     }
     created = admin.request(ApiKey.CREATE_ACLS, 3, {"creations": [creation]})
     assert created.results[0].error_code == 0
+
+
+@pytest.fixture
+def secured(tmp_path: Path) -> Iterator[Secured]:
+    """The authorizer on, and KIP-890's verification off: the hanging transaction is a raw
+    batch no coordinator knows of."""
+    admin_port, alice_port = free_port(), free_port()
+    overrides = {**secured_overrides(admin_port, alice_port), **UNVERIFIED}
+    with BrookProcess(tmp_path / "data", overrides, port=admin_port) as broker:
+        yield Secured(broker, f"127.0.0.1:{admin_port}", f"127.0.0.1:{alice_port}")
 
 
 def test_alice_sees_and_changes_only_what_acls_allow(

@@ -16,16 +16,22 @@ import confluent_kafka
 import pytest
 from rawclient import RawClient, create_topic, fetch, produce
 from support import BrookProcess
-from txn_support import READ_COMMITTED, TxnProducer, fetch_at, latest, values, write_marker
+from txn_support import (
+    READ_COMMITTED,
+    UNVERIFIED,
+    TxnProducer,
+    fetch_at,
+    latest,
+    values,
+    write_marker,
+)
 
 from brook.client.cluster import TopicPartition
 from brook.client.consumer import Consumer
 from brook.protocol.errors import Errors
 from brook.protocol.records import build_simple_batch
 
-# These tests play the transaction coordinator themselves (raw WriteTxnMarkers): there is no
-# coordinator to verify their batches (KIP-890), so the broker does not ask one.
-UNVERIFIED = {"transaction.partition.verification.enable": "false"}
+# These tests play the transaction coordinator themselves (raw WriteTxnMarkers).
 
 
 @pytest.fixture

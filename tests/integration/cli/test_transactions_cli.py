@@ -19,7 +19,7 @@ from cli_support import Tool
 from confluent_kafka import Producer
 from rawclient import RawClient, create_topic, produce
 from support import BrookProcess
-from txn_support import READ_COMMITTED, TxnProducer, fetch_at, latest, values
+from txn_support import READ_COMMITTED, UNVERIFIED, TxnProducer, fetch_at, latest, values
 
 from brook.client.cluster import TopicPartition
 from brook.client.consumer import Consumer
@@ -29,7 +29,8 @@ from brook.protocol.records import build_simple_batch
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrookProcess]:
     data: Path = tmp_path_factory.mktemp("transactions-cli") / "data"
-    with BrookProcess(data) as process:
+    # hanging transactions are made with raw batches no coordinator verifies (KIP-890 off)
+    with BrookProcess(data, UNVERIFIED) as process:
         yield process
 
 

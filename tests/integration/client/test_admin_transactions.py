@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import Producer
 from rawclient import RawClient, create_topic
 from support import BrookProcess
-from txn_support import READ_COMMITTED, TxnProducer, latest
+from txn_support import READ_COMMITTED, UNVERIFIED, TxnProducer, latest
 
 from brook.client.admin import (
     AbortTransactionSpec,
@@ -29,7 +29,7 @@ from brook.protocol.errors import Errors
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrookProcess]:
     data: Path = tmp_path_factory.mktemp("admin-transactions") / "data"
-    with BrookProcess(data) as process:
+    with BrookProcess(data, UNVERIFIED) as process:  # raw transactional batches
         yield process
 
 

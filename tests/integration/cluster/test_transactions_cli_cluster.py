@@ -19,7 +19,7 @@ from loss_checker import wait_fully_replicated
 from quorum_support import FAST, wait_for
 from rawclient import RawClient, produce
 from support import local_cluster
-from txn_support import READ_COMMITTED, TxnProducer, latest
+from txn_support import READ_COMMITTED, UNVERIFIED, TxnProducer, latest
 
 from brook.cli.main import main
 from brook.client.admin import Admin, NewTopic
@@ -75,7 +75,7 @@ def _read_committed(bootstrap: str, topic: str) -> list[bytes]:
 
 
 def test_hanging_transaction_on_a_cluster(tmp_path: Path, tool: Tool) -> None:
-    with local_cluster(tmp_path / "c", nodes=3, overrides=FAST) as cluster:
+    with local_cluster(tmp_path / "c", nodes=3, overrides={**FAST, **UNVERIFIED}) as cluster:
         bootstrap = cluster.bootstrap_servers
         topic, live_topic = f"hang-{uuid.uuid4().hex[:6]}", f"live-{uuid.uuid4().hex[:6]}"
         with Admin({"bootstrap.servers": bootstrap}) as admin:
@@ -162,7 +162,7 @@ def test_a_hanging_transaction_outlives_its_leader_and_is_aborted_on_the_new_one
 ) -> None:
     """kill -9 of the partition's leader: the new leader has the open transaction in its
     producer state, find-hanging reports it there, and abort writes the marker there."""
-    with local_cluster(tmp_path / "c", nodes=3, overrides=FAST) as cluster:
+    with local_cluster(tmp_path / "c", nodes=3, overrides={**FAST, **UNVERIFIED}) as cluster:
         topic = f"hang-{uuid.uuid4().hex[:6]}"
         with Admin({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
             admin.create_topics([NewTopic(topic, 1, 3, configs={"min.insync.replicas": "2"})])

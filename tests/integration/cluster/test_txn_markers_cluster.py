@@ -14,7 +14,7 @@ from loss_checker import wait_fully_replicated
 from quorum_support import FAST, wait_for
 from rawclient import RawClient
 from support import local_cluster
-from txn_support import READ_COMMITTED, TxnProducer, fetch_at, values
+from txn_support import READ_COMMITTED, UNVERIFIED, TxnProducer, fetch_at, values
 
 from brook.client.admin import Admin, NewTopic
 from brook.protocol.errors import Errors
@@ -54,7 +54,7 @@ def _read_committed(bootstrap: str, topic: str) -> list[bytes]:
 
 def test_markers_replicate_and_outlive_their_leader(tmp_path: Path) -> None:
     # the test writes the markers itself: no coordinator to verify its batches (KIP-890)
-    overrides = {**FAST, "transaction.partition.verification.enable": "false"}
+    overrides = {**FAST, **UNVERIFIED}
     with local_cluster(tmp_path / "c", nodes=3, overrides=overrides) as cluster:
         topic = f"t-{uuid.uuid4().hex[:8]}"
         with Admin({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
