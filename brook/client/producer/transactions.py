@@ -258,6 +258,7 @@ class TransactionManager:
         self._init_result: TxnResult | None = None
         self._end_result: tuple[bool, TxnResult] | None = None
         self._last_abortable_code = Errors.NONE
+        self._answering: _Handler | None = None
 
     # -- state -----------------------------------------------------------------------------
 
@@ -351,6 +352,9 @@ class TransactionManager:
         if self._in_flight is not None:
             self._in_flight.result.complete(error)
             self._in_flight = None
+        if self._answering is not None:
+            # The request whose answer made the error: its caller hears of it too.
+            self._answering.result.complete(error)
 
     # -- the user's calls ------------------------------------------------------------------
 
@@ -535,9 +539,7 @@ class TransactionManager:
                 continue
             if handler.kind is Kind.END_TXN and not self.transaction_started:
                 self._pending.pop(0)
-                handler.result.complete()
-                if self.state is not State.FATAL_ERROR:
-                    self._complete_transaction()
+                self._end_txn_done(handler)
                 continue
             ckey = handler.coordinator_key
             if ckey is not None and ckey not in self.coordinators:
@@ -658,6 +660,13 @@ class TransactionManager:
         self._in_flight = None
         if handler.result.done and handler.kind is not Kind.FIND_COORDINATOR:
             return
+        self._answering = handler
+        try:
+            self._on_response(handler, answer, now_ms)
+        finally:
+            self._answering = None
+
+    def _on_response(self, handler: _Handler, answer: Answer, now_ms: float) -> None:
         kind = handler.kind
         if kind is Kind.FIND_COORDINATOR:
             assert isinstance(answer, CoordinatorAnswer)
@@ -914,9 +923,7 @@ class TransactionManager:
 
     def _on_end_txn(self, h: _Handler, code: int, now: float) -> None:
         if code == Errors.NONE:
-            if not self.epoch_bump_required or h.committed:
-                self._complete_transaction()
-            h.result.complete()
+            self._end_txn_done(h)
         elif code in (Errors.COORDINATOR_NOT_AVAILABLE, Errors.NOT_COORDINATOR):
             self._lookup(TXN_KEY_TYPE, "")
             self._retry(h, now)
@@ -933,6 +940,13 @@ class TransactionManager:
             )
         else:
             self._unexpected("EndTxn", code)
+
+    def _end_txn_done(self, h: _Handler) -> None:
+        """The transaction ended (or had nothing to end); an abort that bumps the epoch
+        stays ABORTING until the bump is answered."""
+        if self.state is not State.FATAL_ERROR and (h.committed or not self.epoch_bump_required):
+            self._complete_transaction()
+        h.result.complete()
 
     def _complete_transaction(self) -> None:
         self._transition(State.READY)
