@@ -660,6 +660,7 @@ class TransactionManager:
         self._in_flight = None
         if handler.result.done and handler.kind is not Kind.FIND_COORDINATOR:
             return
+        log.debug("transactional id %s: %s answered %s", self.transactional_id, out.api, answer)
         self._answering = handler
         try:
             self._on_response(handler, answer, now_ms)
