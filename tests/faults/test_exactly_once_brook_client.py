@@ -13,7 +13,7 @@ from pathlib import Path
 from eos_checker import run_trial
 from support import local_cluster
 
-RECORDS = 300
+RECORDS = 1000  # at least 50 transactions of at most 20 records
 SEEDS = [0, 1, 2, 3]  # even seeds kill a broker too
 # Brokers notice a dead one within a few seconds with these (as the cluster tests).
 FAST = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"}
