@@ -85,8 +85,15 @@ def _read_committed(bootstrap: str, topic: str) -> list[int]:
         consumer.close()
 
 
-def run_trial(cluster: Any, records: int, seed: int, timeout: float = 120.0) -> TrialResult:
-    """One trial on a running local cluster (``kill`` / ``restart`` by node id)."""
+def run_trial(
+    cluster: Any,
+    records: int,
+    seed: int,
+    timeout: float = 120.0,
+    command: list[str] | None = None,
+) -> TrialResult:
+    """One trial on a running local cluster (``kill`` / ``restart`` by node id); ``command``
+    is another pipeline taking the same five arguments (default: confluent-kafka's)."""
     rng = random.Random(seed)
     bootstrap = cluster.bootstrap_servers
     source, sink = f"in-{uuid.uuid4().hex[:6]}", f"out-{uuid.uuid4().hex[:6]}"
@@ -101,7 +108,8 @@ def run_trial(cluster: Any, records: int, seed: int, timeout: float = 120.0) -> 
         loader.produce(source, str(n).encode(), partition=n % PARTITIONS)
     assert loader.flush(60) == 0
     group, tid = f"eos-{uuid.uuid4().hex[:6]}", f"eos-{uuid.uuid4().hex[:6]}"
-    args = [sys.executable, "-c", PIPELINE, bootstrap, source, sink, group, tid]
+    pipeline = command or [sys.executable, "-c", PIPELINE]
+    args = [*pipeline, bootstrap, source, sink, group, tid]
     pipeline_kills = broker_kills = 0
 
     def start() -> subprocess.Popen[bytes]:

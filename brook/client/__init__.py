@@ -24,17 +24,25 @@ from .consumer import (
 from .metrics import MetricName, Metrics
 from .network import NetworkClient
 from .producer import (
+    AbortableTransactionError,
     AsyncProducer,
     BufferExhaustedError,
+    ConsumerGroupMetadata,
+    FatalTransactionError,
     KafkaTimeoutError,
     Producer,
     ProducerClosedError,
+    ProducerFencedError,
     RecordFuture,
     RecordMetadata,
     RecordTooLargeError,
+    TransactionAbortedError,
+    TransactionError,
+    TransactionStateError,
 )
 
 __all__ = [
+    "AbortableTransactionError",
     "Admin",
     "AdminError",
     "AsyncAdmin",
@@ -45,7 +53,9 @@ __all__ = [
     "BufferExhaustedError",
     "ClusterMetadata",
     "Consumer",
+    "ConsumerGroupMetadata",
     "ConsumerRecord",
+    "FatalTransactionError",
     "GroupMembershipUnavailableError",
     "KafkaTimeoutError",
     "MetricName",
@@ -58,6 +68,7 @@ __all__ = [
     "PartitionInfo",
     "Producer",
     "ProducerClosedError",
+    "ProducerFencedError",
     "ProtocolError",
     "RecordFuture",
     "RecordMetadata",
@@ -65,5 +76,8 @@ __all__ = [
     "RequestTimeoutError",
     "TopicInfo",
     "TopicPartition",
+    "TransactionAbortedError",
+    "TransactionError",
+    "TransactionStateError",
     "UnsupportedVersionError",
 ]

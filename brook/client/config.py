@@ -106,6 +106,13 @@ def _non_empty_list(name: str, value: Any) -> None:
         raise ConfigError(f"Invalid value {value!r} for configuration {name}: must not be empty")
 
 
+def _non_empty_string(name: str, value: Any) -> None:
+    if value is not None and not str(value).strip():
+        raise ConfigError(
+            f"Invalid value {value!r} for configuration {name}: String must be non-empty"
+        )
+
+
 def _partitioner_validator(name: str, value: Any) -> None:
     # Loading happens in the producer (it may instantiate the class); only the form is checked.
     if value is None or isinstance(value, str | type):
@@ -567,6 +574,24 @@ PRODUCER_CONFIG = ConfigDef(
             "KIP-794: place keyed records with the sticky partitioner instead of the key hash.",
         ),
         _K(
+            "transactional.id",
+            Type.STRING,
+            None,
+            _non_empty_string,
+            "Makes the producer transactional: init_transactions() fences every earlier "
+            "producer with this id and aborts its open transaction; records are then sent "
+            "in transactions. Needs idempotence (turned on when not set).",
+        ),
+        _K(
+            "transaction.timeout.ms",
+            Type.INT,
+            60000,
+            None,
+            "How long the transaction coordinator lets a transaction stay open before it "
+            "aborts it; InitProducerId fails with INVALID_TRANSACTION_TIMEOUT above the "
+            "broker's transaction.max.timeout.ms.",
+        ),
+        _K(
             "key.serializer",
             Type.CLASS,
             None,
@@ -843,6 +868,9 @@ def parse_producer_config(props: Mapping[str, Any]) -> Config:
         or values["max.in.flight.requests.per.connection"] > 5
     ):
         values["enable.idempotence"] = False
+    if values["transactional.id"] is not None and not values["enable.idempotence"]:
+        # Java's rule: a transaction's batches are idempotent ones.
+        raise ConfigError("Cannot set a transactional.id without also enabling idempotence.")
     floor = values["linger.ms"] + values["request.timeout.ms"]
     if values["delivery.timeout.ms"] < floor:
         if "delivery.timeout.ms" in props:

@@ -171,12 +171,12 @@ class TransactionCoordinator:
         write = routed.decision.write
         if write is None:
             return routed.decision.error, -1, -1
-        error = await self._write(transactional_id, routed)
+        # a fencing abort is finished in the background; the client retries
+        fencing = routed.decision.markers is not None
+        error = await self._write(transactional_id, routed, finish=fencing)
         if error:
             return error, -1, -1
-        if routed.decision.markers is not None:
-            # a fencing abort: finish it in the background; the client retries
-            self._finish(transactional_id, routed)
+        if fencing:
             return Errors.CONCURRENT_TRANSACTIONS, -1, -1
         return Errors.NONE, write.producer_id, write.producer_epoch
 
@@ -204,21 +204,26 @@ class TransactionCoordinator:
         )
         if routed.decision.write is None:
             return routed.decision.error
-        error = await self._write(transactional_id, routed)
-        if error:
-            return error
-        self._finish(transactional_id, routed)
-        return Errors.NONE
+        return await self._write(transactional_id, routed, finish=True)
 
     # ------------------------------------------------------------------ writing
-    async def _write(self, transactional_id: str, routed: Routed) -> int:
-        """Append the routed change and report it to the manager; the client's error."""
+    async def _write(self, transactional_id: str, routed: Routed, finish: bool = False) -> int:
+        """Append the routed change, report it to the manager and (``finish``) start its
+        markers; the client's error. Shielded: a request cancelled because its client went
+        away must not leave the id pending (every later request would get
+        CONCURRENT_TRANSACTIONS until the partition moved) or a Prepare state without its
+        markers."""
+        return await asyncio.shield(self._write_through(transactional_id, routed, finish))
+
+    async def _write_through(self, transactional_id: str, routed: Routed, finish: bool) -> int:
         target = routed.decision.write
         assert target is not None
         error = await self._append(routed.partition, transactional_id, target)
         done = self.manager.write_done(
             transactional_id, routed.coordinator_epoch, target, ok=error == Errors.NONE
         )
+        if finish and not (error or done):
+            self._finish(transactional_id, routed)
         return error or done
 
     async def _append(self, index: int, transactional_id: str, target: TxnMetadata) -> int:

@@ -23,6 +23,7 @@ from .assignors import rebalance_protocol, resolve_assignors
 from .consumer_metrics import ConsumerMetrics
 from .coordinator import (
     CommitCallback,
+    ConsumerGroupMetadata,
     CoordinatorContext,
     CoordinatorFactory,
     GroupCoordinator,
@@ -175,6 +176,25 @@ class AsyncConsumer:
         finally:
             await self._offsets.close()
             await self._network.close()
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """This member's group, generation and member id (Java's groupMetadata()), for a
+        transactional producer's send_offsets_to_transaction: the coordinator refuses the
+        offsets of a member that is no longer in the group's generation."""
+        group_id = self.config["group.id"]
+        if group_id is None:
+            raise ValueError(
+                "To use the group management or offset commit APIs, you must provide a valid "
+                "group.id in the consumer configuration."
+            )
+        membership = getattr(self._coordinator, "membership", None)
+        generation = getattr(membership, "generation", None)
+        return ConsumerGroupMetadata(
+            group_id,
+            -1 if generation is None else int(generation.generation_id),
+            "" if generation is None else str(generation.member_id),
+            self.config["group.instance.id"],
+        )
 
     async def __aenter__(self) -> AsyncConsumer:
         await self.start()

@@ -12,7 +12,12 @@ from .. import _sync
 from ..cluster import PartitionInfo, TopicPartition
 from ..metrics import MetricName
 from .async_consumer import TP, AsyncConsumer, OffsetAndTimestamp
-from .coordinator import CommitCallback, CoordinatorFactory, OffsetAndMetadata
+from .coordinator import (
+    CommitCallback,
+    ConsumerGroupMetadata,
+    CoordinatorFactory,
+    OffsetAndMetadata,
+)
 from .record import ConsumerRecord
 
 __all__ = ["Consumer"]
@@ -137,6 +142,10 @@ class Consumer:
         callback: CommitCallback | None = None,
     ) -> None:
         _sync.run(self._consumer.commit(offsets, asynchronous=asynchronous, callback=callback))
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """See :meth:`AsyncConsumer.group_metadata`."""
+        return self._consumer.group_metadata()
 
     def committed(
         self, partitions: Iterable[TP], timeout_ms: int | None = None

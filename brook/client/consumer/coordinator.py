@@ -36,6 +36,7 @@ from .subscription import FetchState, SubscriptionState
 
 __all__ = [
     "CommitCallback",
+    "ConsumerGroupMetadata",
     "CoordinatorContext",
     "CoordinatorFactory",
     "GroupCoordinator",
@@ -61,6 +62,19 @@ def consumed_offsets(subscriptions: SubscriptionState) -> dict[TopicPartition, O
         for tp, s in subscriptions.states().items()
         if s.position is not None and s.fetch_state is FetchState.FETCHING
     }
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadata:
+    """What TxnOffsetCommit needs of the consumer whose offsets it commits (Java's
+    ConsumerGroupMetadata, from ``consumer.group_metadata()``): the broker refuses offsets of
+    a member that is no longer in the group's current generation, so a consumer that lost its
+    partitions cannot commit for them."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
 
 
 CommitCallback = Callable[[Mapping[TopicPartition, OffsetAndMetadata], BaseException | None], Any]

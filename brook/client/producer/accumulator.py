@@ -383,8 +383,12 @@ class RecordAccumulator:
                         continue
                     if ready and size + first.estimated_size() > max_size:
                         break
-                    if idempotence is not None and idempotence.should_stop_drain(first):
-                        break
+                    if idempotence is not None:
+                        if not idempotence.send_allowed(tp):
+                            # Its partition is not in the transaction yet: others may go.
+                            continue
+                        if idempotence.should_stop_drain(first):
+                            break
                     batch = dq.batches.popleft()
                     batch.closed = True
                 if idempotence is not None:

@@ -12,7 +12,13 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from brook.protocol.batch import CODEC_MASK, HEADER_SIZE, NO_PRODUCER_ID, NO_SEQUENCE
+from brook.protocol.batch import (
+    CODEC_MASK,
+    HEADER_SIZE,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    TRANSACTIONAL_BIT,
+)
 from brook.protocol.compression import Codec, compress
 from brook.protocol.primitives import uvarint
 from brook.protocol.records import _crecords, batch_header
@@ -174,6 +180,7 @@ class ProducerBatch:
         "retry_backoff_ms",
         "sequence_reset",
         "tp",
+        "transactional",
         "write_limit",
     )
 
@@ -215,6 +222,7 @@ class ProducerBatch:
         self.payload: bytes | bytearray | None = None
         self.compressed_size = 0
         self.in_flight_node = -1
+        self.transactional = False
 
     def __repr__(self) -> str:
         return (
@@ -337,7 +345,8 @@ class ProducerBatch:
         if header is None:
             header = self.header = batch_header(
                 payload,
-                attributes=self.codec & CODEC_MASK,
+                attributes=(self.codec & CODEC_MASK)
+                | (TRANSACTIONAL_BIT if self.transactional else 0),
                 count=self.count,
                 base_timestamp=self.base_timestamp,
                 max_timestamp=self.max_timestamp,

@@ -8,6 +8,12 @@ makes itself (KIP-360: an idempotent producer bumps its own epoch; the broker ac
 epoch starting at sequence 0). Batches already in flight for that partition are re-sequenced
 from 0 under the new epoch; other partitions move to it once their in-flight batches are done.
 When the epoch would overflow, a new producer id is fetched with InitProducerId.
+
+A transactional producer (``txn`` set) differs as Java's does: its id and epoch come from its
+:class:`~.transactions.TransactionManager` (init_transactions, and the epoch bump an abort
+makes), batches are marked transactional and leave only once their partition is in the
+transaction, and a failed batch, including one the idempotent producer would recover from
+by bumping its own epoch, makes the transaction abortable instead.
 """
 
 from __future__ import annotations
@@ -15,11 +21,15 @@ from __future__ import annotations
 import enum
 import logging
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from brook.protocol.batch import NO_SEQUENCE
 from brook.protocol.errors import Errors, KafkaError, error_info
 
 from .batch import ProducerBatch
+
+if TYPE_CHECKING:
+    from .transactions import TransactionManager
 
 __all__ = ["IdempotenceManager", "ProducerIdAndEpoch", "State"]
 
@@ -86,7 +96,8 @@ def increment_sequence(sequence: int, increment: int) -> int:
 class IdempotenceManager:
     """State machine; the sender feeds it responses and asks it what may be drained."""
 
-    def __init__(self) -> None:
+    def __init__(self, txn: TransactionManager | None = None) -> None:
+        self.txn = txn
         self.state = State.UNINITIALIZED
         self.producer_id_and_epoch = NONE
         self.fatal_error: KafkaError | None = None
@@ -106,8 +117,23 @@ class IdempotenceManager:
         return self.state is State.FATAL_ERROR
 
     def needs_producer_id(self) -> bool:
-        """True when an InitProducerId request must be sent now (then call :meth:`initializing`)."""
-        return self.state is State.UNINITIALIZED and not self.has_producer_id
+        """True when an InitProducerId request must be sent now (then call :meth:`initializing`).
+        Never for a transactional producer: init_transactions() asks for its id."""
+        return self.txn is None and self.state is State.UNINITIALIZED and not self.has_producer_id
+
+    def reset_producer_id(self, producer_id: int, epoch: int) -> None:
+        """The transaction manager got an id or a new epoch: every partition starts over at
+        sequence 0 (no batch is in flight then: EndTxn and the bump wait for all of them)."""
+        self._partitions.clear()
+        self._unresolved.clear()
+        self._to_rewrite.clear()
+        self.epoch_bump_required = False
+        self.set_producer_id(producer_id, epoch)
+
+    def send_allowed(self, tp: tuple[str, int]) -> bool:
+        """Whether a batch of ``tp`` may be drained (its partition is in the transaction)."""
+        txn = self.txn
+        return txn is None or txn.is_send_allowed(tp)
 
     def initializing(self) -> None:
         self.state = State.INITIALIZING
@@ -130,10 +156,13 @@ class IdempotenceManager:
         log.error("idempotent producer failed for good: %s", error)
         self.fatal_error = error
         self.state = State.FATAL_ERROR
+        if self.txn is not None:
+            self.txn.fatal(error)
 
     def bump_epoch_and_reset_id_if_needed(self) -> None:
-        """Sender, once per loop: make a requested epoch bump (locally, as Java does)."""
-        if self.epoch_bump_required:
+        """Sender, once per loop: make a requested epoch bump (locally, as Java does); a
+        transactional producer's is made by its next abort."""
+        if self.epoch_bump_required and self.txn is None:
             self._bump_epoch()
 
     def _bump_epoch(self) -> None:
@@ -211,6 +240,7 @@ class IdempotenceManager:
             pid = self.producer_id_and_epoch
             entry = self._entry(tp)
             batch.set_producer_state(pid.producer_id, pid.epoch, entry.next_sequence)
+            batch.transactional = self.txn is not None
             entry.next_sequence = increment_sequence(entry.next_sequence, batch.count)
             entry.add(batch)
         elif batch not in self._entry(tp).in_flight:
@@ -243,6 +273,11 @@ class IdempotenceManager:
         if self.has_fatal_error:
             return
         code = error.code if isinstance(error, KafkaError) else None
+        if self.txn is not None:
+            # As Java's maybeTransitionToErrorState: a batch that got a sequence leaves a gap
+            # (or the broker no longer knows the producer), so the abort bumps the epoch.
+            self.txn.on_batch_failed(error, batch.has_sequence)
+            return
         if code == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER:
             self.request_epoch_bump(batch.tp)
         elif code == Errors.UNKNOWN_PRODUCER_ID:
@@ -259,7 +294,9 @@ class IdempotenceManager:
             if log_start_offset == -1 or batch.sequence_reset:
                 return True
             # Retention removed the producer's batches, or the broker lost its state: either
-            # way a new epoch starts this partition over.
+            # way a new epoch starts this partition over (a transaction's abort makes it).
+            if self.txn is not None:
+                return False
             self.request_epoch_bump(tp)
             return True
         if code == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER:
@@ -269,6 +306,8 @@ class IdempotenceManager:
                 # Not the batch right after the last acknowledged one: an earlier batch is
                 # still being retried; this one follows it.
                 return True
+            if self.txn is not None:
+                return False
             unresolved = self._unresolved.get(tp)
             if unresolved is None or unresolved == batch.base_sequence:
                 self.request_epoch_bump(tp)
@@ -289,5 +328,10 @@ class IdempotenceManager:
                 continue
             if not self._is_next_sequence(tp, self.sequence_number(tp)):
                 # Everything in flight expired: the broker may or may not have some of it.
-                self.request_epoch_bump(tp)
+                if self.txn is not None:
+                    self.txn.on_batch_failed(
+                        KafkaError(Errors.REQUEST_TIMED_OUT, f"batches for {tp} expired"), True
+                    )
+                else:
+                    self.request_epoch_bump(tp)
             del self._unresolved[tp]

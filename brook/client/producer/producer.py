@@ -31,14 +31,23 @@ from brook.protocol.batch import HEADER_SIZE
 from brook.protocol.compression import CODEC_BY_NAME
 from brook.protocol.errors import Errors, KafkaError, error_info
 
+from ..cluster import TopicPartition
+from ..consumer.coordinator import ConsumerGroupMetadata, OffsetAndMetadata
 from .accumulator import ABORTED, NeedMemory, RecordAccumulator
 from .batch import RECORD_OVERHEAD, encode_headers, encode_record_body
 from .buffer_pool import BufferPool
-from .errors import KafkaTimeoutError, ProducerClosedError, RecordTooLargeError
+from .errors import (
+    KafkaTimeoutError,
+    ProducerClosedError,
+    RecordTooLargeError,
+    TransactionStateError,
+)
 from .idempotence import IdempotenceManager
 from .producer_metrics import ProducerMetrics
 from .record import DeliveryCallback, RecordFuture
 from .sender import Sender
+from .transactions import TransactionManager, TxnResult, group_offsets
+from .txn_sender import TxnRequestSender
 
 __all__ = ["EXIT_CLOSE_TIMEOUT_S", "AsyncProducer", "Producer"]
 
@@ -47,9 +56,16 @@ __all__ = ["EXIT_CLOSE_TIMEOUT_S", "AsyncProducer", "Producer"]
 EXIT_CLOSE_TIMEOUT_S = 5.0
 
 HeadersArg = Sequence[tuple[str, bytes | str | None]] | Mapping[str, bytes | str | None] | None
+OffsetsArg = Mapping[tuple[str, int], OffsetAndMetadata | int]
+GroupArg = ConsumerGroupMetadata | str
 _BYTES = (bytes, bytearray, memoryview)
 # Topic errors that mean "not there yet": the producer keeps waiting for metadata.
 _WAIT_TOPIC_ERRORS = {Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.LEADER_NOT_AVAILABLE}
+
+
+async def _call(fn: Any) -> Any:
+    """Run a plain call on the client loop (the transaction manager lives there)."""
+    return fn()
 
 
 def _bytes(data: Any, what: str) -> bytes:
@@ -124,7 +140,16 @@ class _ProducerCore:
             node_tracker=self.tracker,
             leader_discovery=bool(config["brook.leader.discovery.enable"]),
         )
-        self.idempotence = IdempotenceManager() if config["enable.idempotence"] else None
+        transactional_id = config["transactional.id"]
+        self.txn: TransactionManager | None = None
+        if transactional_id is not None:
+            self.txn = TransactionManager(
+                transactional_id,
+                int(config["transaction.timeout.ms"]),
+                float(config["retry.backoff.ms"]),
+                on_producer_id=self._on_producer_id,
+            )
+        self.idempotence = IdempotenceManager(self.txn) if config["enable.idempotence"] else None
         self.sender_metrics = ProducerMetrics(
             self.metrics,
             self.client_id,
@@ -143,6 +168,16 @@ class _ProducerCore:
             self.tracker,
         )
         self.accumulator.wakeup = self.sender.wakeup
+        self.txn_sender: TxnRequestSender | None = None
+        if self.txn is not None:
+            self.txn_sender = TxnRequestSender(
+                self.txn,
+                self.network,
+                self.accumulator,
+                self.sender.wakeup,
+                int(config["request.timeout.ms"]),
+            )
+            self.sender.on_batch_done = self.txn_sender.wakeup
         self.ready_topics: set[str] = set()
         self.started = False
         self.closed = False
@@ -153,13 +188,21 @@ class _ProducerCore:
         await self.network.start()  # concurrent first sends share one start
         if not self.started:
             self.sender.start()
+            if self.txn_sender is not None:
+                self.txn_sender.start()
             self.started = True
+
+    def _on_producer_id(self, producer_id: int, epoch: int) -> None:
+        assert self.idempotence is not None
+        self.idempotence.reset_producer_id(producer_id, epoch)
 
     # -- send path -------------------------------------------------------------------------
 
     def check_open(self) -> None:
         if self.closed:
             raise ProducerClosedError("cannot send: the producer is closed")
+        if self.txn is not None:
+            self.txn.check_send()
         idem = self.idempotence
         if idem is not None and idem.fatal_error is not None:
             fatal = idem.fatal_error
@@ -233,12 +276,25 @@ class _ProducerCore:
                 on_delivery,
             )
         if type(result) is RecordFuture:
+            if self.txn is not None:
+                self.add_to_transaction(result)
             return result
         assert isinstance(result, NeedMemory)
         return PendingRecord(
             result.size,
             (topic, partition, key, value, body, key_size, value_size, timestamp_ms, on_delivery),
         )
+
+    def add_to_transaction(self, future: RecordFuture) -> None:
+        """Java's maybeAddPartition: the record's partition joins the transaction before its
+        batch leaves."""
+        txn = self.txn
+        assert txn is not None and self.txn_sender is not None
+        where = future._result
+        tp = TopicPartition(where.topic, where.partition)
+        if tp not in txn.partitions_in_transaction:
+            txn.maybe_add_partition(tp)
+            self.txn_sender.wakeup()
 
     def _too_large(self, size: int) -> None:
         if size > self.max_request_size:
@@ -393,6 +449,8 @@ class _ProducerCore:
         except TimeoutError:
             sender.force_close()
             await sender.wait_closed()
+        if self.txn_sender is not None:
+            await self.txn_sender.close()
         self.pool.close()
         await self.network.close()
         if self.custom_partitioner is not None:
@@ -400,6 +458,83 @@ class _ProducerCore:
 
     def metrics_snapshot(self) -> dict[MetricName, float]:
         return self.metrics.snapshot()
+
+    # -- transactions (on the producer's loop) ---------------------------------------------
+
+    def require_txn(self) -> TransactionManager:
+        if self.txn is None:
+            raise TransactionStateError(
+                "Transactional method invoked on a non-transactional producer: set "
+                "transactional.id to use transactions"
+            )
+        if self.closed:
+            raise ProducerClosedError("the producer is closed")
+        return self.txn
+
+    async def await_txn(self, result: TxnResult, timeout: float | None, what: str) -> None:
+        """Wait for a transactional call's requests; ``timeout`` None = max.block.ms. A call
+        that times out may be made again: it picks up the same requests."""
+        assert self.txn_sender is not None
+        self.txn_sender.wakeup()
+        if not result.done:
+            loop = asyncio.get_running_loop()
+            done: asyncio.Future[None] = loop.create_future()
+
+            def wake(_: TxnResult) -> None:
+                if not done.done():
+                    done.set_result(None)
+
+            result.add_callback(wake)
+            seconds = self.max_block_ms / 1000 if timeout is None else timeout
+            try:
+                await asyncio.wait_for(done, seconds)
+            except TimeoutError:
+                raise KafkaTimeoutError(
+                    f"Timeout expired after {int(seconds * 1000)} ms while awaiting {what}"
+                ) from None
+        if result.error is not None:
+            raise result.error
+
+    async def init_transactions(self, timeout: float | None) -> None:
+        if not self.started:
+            await self.start()
+        txn = self.require_txn()
+        await self.await_txn(txn.init_transactions(), timeout, "InitProducerId")
+
+    def begin_transaction(self) -> None:
+        self.require_txn().begin_transaction()
+
+    async def send_offsets_to_transaction(
+        self, offsets: OffsetsArg, group_metadata: GroupArg, timeout: float | None
+    ) -> None:
+        txn = self.require_txn()
+        group = (
+            ConsumerGroupMetadata(group_metadata)
+            if isinstance(group_metadata, str)
+            else group_metadata
+        )
+        result = txn.send_offsets(group_offsets(offsets), group)
+        await self.await_txn(result, timeout, "AddOffsetsToTxn and TxnOffsetCommit")
+
+    async def commit_transaction(self, timeout: float | None) -> None:
+        """Send what is queued without lingering, then EndTxn(commit) once every batch is
+        acknowledged."""
+        txn = self.require_txn()
+        result = txn.begin_commit()
+        self.accumulator.begin_flush()
+        try:
+            self.sender.wakeup()
+            await self.await_txn(result, timeout, "EndTxn(commit)")
+        finally:
+            self.accumulator.end_flush()
+
+    async def abort_transaction(self, timeout: float | None) -> None:
+        """Records not yet sent fail with TransactionAbortedError; EndTxn(abort) once those in
+        flight are answered."""
+        txn = self.require_txn()
+        result = txn.begin_abort()
+        self.sender.wakeup()
+        await self.await_txn(result, timeout, "EndTxn(abort)")
 
     def partitions(self, topic: str) -> list[PartitionInfo]:
         info = self.cluster.topics.get(topic)
@@ -478,6 +613,8 @@ class AsyncProducer:
                 if isinstance(appended, NeedMemory)
                 else appended
             )
+        if core.txn is not None:
+            core.add_to_transaction(result)  # type: ignore[arg-type]
         return result  # type: ignore[return-value]
 
     async def send_and_wait(
@@ -517,6 +654,42 @@ class AsyncProducer:
     def metrics(self) -> dict[MetricName, float]:
         """Current metric values keyed ``group:name:{client-id=..., ...}`` (see docs)."""
         return self._core.metrics_snapshot()
+
+    # -- transactions (Java's KafkaProducer API; a transactional.id is required) -----------
+
+    async def init_transactions(self, timeout: float | None = None) -> None:
+        """Get this transactional.id's producer id and a new epoch: fences every earlier
+        producer with the id and ends its open transaction. Call once, before the first
+        transaction; ``timeout`` in seconds (None = max.block.ms). On KafkaTimeoutError it
+        may be called again. ProducerFencedError / FatalTransactionError: close the
+        producer."""
+        await self._core.init_transactions(timeout)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction (no request: the coordinator hears of it with its first
+        partition or offsets). Plain, not a coroutine, as aiokafka's."""
+        self._core.begin_transaction()
+
+    async def send_offsets_to_transaction(
+        self,
+        offsets: OffsetsArg,
+        group_metadata: GroupArg,
+        timeout: float | None = None,
+    ) -> None:
+        """Commit a consumer group's offsets (``{(topic, partition): next offset to read}``)
+        as part of the transaction: the group sees them only if it commits.
+        ``group_metadata`` is ``consumer.group_metadata()`` (or a group id alone)."""
+        await self._core.send_offsets_to_transaction(offsets, group_metadata, timeout)
+
+    async def commit_transaction(self, timeout: float | None = None) -> None:
+        """Flush, then commit. AbortableTransactionError when a record or offset could not
+        be written: call abort_transaction(). On KafkaTimeoutError call it again."""
+        await self._core.commit_transaction(timeout)
+
+    async def abort_transaction(self, timeout: float | None = None) -> None:
+        """Abort: records not yet sent fail with TransactionAbortedError and nothing of the
+        transaction is visible to read_committed consumers."""
+        await self._core.abort_transaction(timeout)
 
     async def partitions_for(self, topic: str) -> list[PartitionInfo]:
         core = self._core
@@ -584,7 +757,11 @@ class Producer:
         ``on_delivery(metadata, error)`` runs when the record's batch completes.
         """
         core = self._core
-        if core.closed or (core.idempotence is not None and core.idempotence.fatal_error):
+        if (
+            core.closed
+            or core.txn is not None
+            or (core.idempotence is not None and core.idempotence.fatal_error)
+        ):
             core.check_open()
         start = 0.0
         if topic not in core.ready_topics or (
@@ -609,6 +786,8 @@ class Producer:
                 if isinstance(appended, NeedMemory)
                 else appended
             )
+        if core.txn is not None:
+            core.add_to_transaction(result)
         return result
 
     def flush(self, timeout: float | None = None) -> None:
@@ -636,6 +815,33 @@ class Producer:
     def metrics(self) -> dict[MetricName, float]:
         """Current metric values keyed ``group:name:{client-id=..., ...}`` (see docs)."""
         return self._core.metrics_snapshot()
+
+    # -- transactions (Java's KafkaProducer API; a transactional.id is required) -----------
+
+    def init_transactions(self, timeout: float | None = None) -> None:
+        """See :meth:`AsyncProducer.init_transactions`."""
+        _sync.run(self._core.init_transactions(timeout))
+
+    def begin_transaction(self) -> None:
+        """See :meth:`AsyncProducer.begin_transaction`."""
+        _sync.run(_call(self._core.begin_transaction))
+
+    def send_offsets_to_transaction(
+        self,
+        offsets: OffsetsArg,
+        group_metadata: GroupArg,
+        timeout: float | None = None,
+    ) -> None:
+        """See :meth:`AsyncProducer.send_offsets_to_transaction`."""
+        _sync.run(self._core.send_offsets_to_transaction(offsets, group_metadata, timeout))
+
+    def commit_transaction(self, timeout: float | None = None) -> None:
+        """See :meth:`AsyncProducer.commit_transaction`."""
+        _sync.run(self._core.commit_transaction(timeout))
+
+    def abort_transaction(self, timeout: float | None = None) -> None:
+        """See :meth:`AsyncProducer.abort_transaction`."""
+        _sync.run(self._core.abort_transaction(timeout))
 
     def partitions_for(self, topic: str) -> list[PartitionInfo]:
         core = self._core

@@ -36,7 +36,12 @@ from brook.protocol.produce_codec import (
 
 from .accumulator import RecordAccumulator, now_ms
 from .batch import ProducerBatch
-from .errors import KafkaTimeoutError, ProducerClosedError, RecordNotAppendedError
+from .errors import (
+    KafkaTimeoutError,
+    ProducerClosedError,
+    RecordNotAppendedError,
+    TransactionAbortedError,
+)
 from .idempotence import IdempotenceManager
 from .producer_metrics import ProducerMetrics
 
@@ -110,6 +115,8 @@ class Sender:
         self._init_in_progress = False
         self._init_attempts = 0
         self._init_next_ms = 0.0
+        # Told when a batch completes (the transactional requests wait for the last one).
+        self.on_batch_done: Callable[[], None] | None = None
 
     # -- lifecycle and wakeups -------------------------------------------------------------
 
@@ -217,6 +224,14 @@ class Sender:
             if idem.has_fatal_error:
                 self._abort_all(idem.fatal_error)
                 return float("inf")
+            txn = idem.txn
+            if txn is not None:
+                if txn.has_fatal_error:
+                    self._abort_all(txn.last_error)
+                    return float("inf")
+                if txn.has_abortable_error or txn.is_aborting:
+                    # Java's abortUndrainedBatches: what was not sent never will be.
+                    self._abort_undrained(txn.last_error)
             idem.bump_epoch_and_reset_id_if_needed()
             if idem.needs_producer_id():
                 if now >= self._init_next_ms:
@@ -522,6 +537,8 @@ class Sender:
             self.idempotence.handle_completed(batch, base_offset)
         if batch.done(base_offset, log_append_time, None):
             self.accumulator.deallocate(batch)
+        if self.on_batch_done is not None:
+            self.on_batch_done()
 
     def _fail(
         self,
@@ -536,6 +553,8 @@ class Sender:
             if self.idempotence is not None and isinstance(error, KafkaError):
                 self.idempotence.handle_failed(batch, error, adjust)
             self.accumulator.deallocate(batch)
+        if self.on_batch_done is not None:
+            self.on_batch_done()
 
     # -- expiry ----------------------------------------------------------------------------
 
@@ -561,6 +580,8 @@ class Sender:
                 self.accumulator.deallocate(batch)
                 if idem is not None:
                     idem.handle_failed(batch, error, adjust=False)
+                if self.on_batch_done is not None:
+                    self.on_batch_done()
             if not in_flight:
                 self._untrack(batch)
             if idem is not None and batch.has_sequence and batch.attempts > 0:
@@ -575,6 +596,11 @@ class Sender:
                 if not batch.is_done:
                     earliest = min(earliest, batch.created_ms)
         return max(0.0, earliest + self.delivery_timeout_ms - now)
+
+    def _abort_undrained(self, error: KafkaError | None) -> None:
+        failure: BaseException = error or TransactionAbortedError()
+        for batch in self.accumulator.remove_all_queued():
+            self._fail(batch, failure, adjust=False)
 
     def _abort_all(self, error: KafkaError | None) -> None:
         error = error or KafkaError(Errors.UNKNOWN_SERVER_ERROR, "producer failed")
