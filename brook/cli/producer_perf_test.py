@@ -92,14 +92,31 @@ def build_parser() -> ToolParser:
         "(latency -1: the record failed)",
     )
     p.add_argument(
-        "--transactional-id", help="not supported: Brook's producer has no transactions yet"
+        "--transactional-id",
+        help="the transactional id of the producer; turns transactions on "
+        f"(default when --transaction-duration-ms is given: {DEFAULT_TRANSACTIONAL_ID})",
     )
     p.add_argument(
         "--transaction-duration-ms",
         type=int,
-        help="not supported: Brook's producer has no transactions yet",
+        help="commit a transaction once it is this old; turns transactions on "
+        f"(default when --transactional-id is given: {DEFAULT_TRANSACTION_DURATION_MS})",
     )
     return p
+
+
+DEFAULT_TRANSACTIONAL_ID = "performance-producer-default-transactional-id"
+DEFAULT_TRANSACTION_DURATION_MS = 3000
+
+
+def transaction_duration_ms(a: argparse.Namespace) -> int | None:
+    """How old a transaction may get before it is committed; None: no transactions. As
+    Kafka's tool, either flag turns them on and the other takes its default."""
+    if a.transactional_id is None and a.transaction_duration_ms is None:
+        return None
+    if a.transaction_duration_ms is None:
+        return DEFAULT_TRANSACTION_DURATION_MS
+    return int(a.transaction_duration_ms)
 
 
 class ThroughputThrottler:
@@ -229,6 +246,8 @@ def producer_config(a: argparse.Namespace) -> dict[str, Any]:
             raise CommandError(f"Invalid property: {prop}")
     props = client_properties(None, a.producer_config, extra=a.producer_props or ())
     props.setdefault("client.id", "perf-producer-client")
+    if transaction_duration_ms(a) is not None:
+        props["transactional.id"] = a.transactional_id or DEFAULT_TRANSACTIONAL_ID
     return props
 
 
@@ -242,11 +261,8 @@ def check_args(a: argparse.Namespace) -> None:
         )
     if a.record_size is not None and a.record_size <= 0:
         raise CommandError("--record-size should be greater than zero")
-    if a.transactional_id is not None or a.transaction_duration_ms is not None:
-        raise CommandError(
-            "Transactions are not supported by Brook's producer: drop --transactional-id "
-            "and --transaction-duration-ms"
-        )
+    if a.transaction_duration_ms is not None and a.transaction_duration_ms <= 0:
+        raise CommandError("--transaction-duration-ms should be greater than zero")
 
 
 def run_test(a: argparse.Namespace) -> None:
@@ -278,17 +294,29 @@ def _produce(
     throttler = ThroughputThrottler(a.throughput, start_ms)
     send = producer.send
     topic = a.topic
+    txn_ms = transaction_duration_ms(a)
+    txn_start: int | None = None
+    if txn_ms is not None:
+        producer.init_transactions()
     for i in range(a.num_records):
         payload = payload_for(i)
         send_start = _now_ms()
+        if txn_ms is not None and txn_start is None:
+            producer.begin_transaction()
+            txn_start = send_start
         if a.warmup_records > 0 and i == a.warmup_records:
             steady = Stats(a.num_records - a.warmup_records, steady_state=True)
             stats.suppress = True
         # As Kafka's tool: a record sent during the warm-up counts in the totals only.
         callback = _callback(send_start, len(payload), stats, steady, trace)
         send(topic, payload, on_delivery=callback)
+        if txn_ms is not None and txn_start is not None and _now_ms() - txn_start >= txn_ms:
+            producer.commit_transaction()
+            txn_start = None
         if throttler.should_throttle(i, send_start):
             throttler.throttle()
+    if txn_start is not None:
+        producer.commit_transaction()
     producer.flush()
     print(stats.total_line())
     if steady is not None:

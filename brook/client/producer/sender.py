@@ -307,6 +307,13 @@ class Sender:
 
         self._spawn(drain())
 
+    def _transactional_id(self) -> str | None:
+        """Produce carries the transactional id, as Java's: the partition leader verifies a
+        transaction's first batch with its coordinator (KIP-890) and authorizes the id."""
+        idem = self.idempotence
+        txn = None if idem is None else idem.txn
+        return None if txn is None else txn.transactional_id
+
     # -- InitProducerId --------------------------------------------------------------------
 
     def _start_init_producer_id(self) -> None:
@@ -379,7 +386,9 @@ class Sender:
             if self.guarantee_order:
                 self.accumulator.muted.add(batch.tp)
         timeout = self.request_timeout_ms
-        parts = encode_produce_request(version, self.acks, timeout, list(by_topic.items()))
+        parts = encode_produce_request(
+            version, self.acks, timeout, list(by_topic.items()), self._transactional_id()
+        )
         size = sum(len(p) for p in parts) + _FRAME_OVERHEAD + len(self.network.client_id)
         self.metrics.record_request(node, batches, size, now)
         if self.acks == 0:

@@ -81,6 +81,55 @@ def test_monotonic_payloads_and_throttling(
     assert sorted(int(v) for v in values) == list(range(600))
 
 
+def test_transactions_commit_every_duration(
+    tool: Tool, brook_session: BrookProcess, unique_topic: str
+) -> None:
+    """Kafka's transaction flags: every record sent in a transaction committed once it is
+    --transaction-duration-ms old, so read_committed sees them all and the log holds a COMMIT
+    marker per transaction."""
+    b = brook_session.bootstrap
+    tid = f"perf-{unique_topic}"
+    code, out, err = tool(
+        "producer-perf-test",
+        "--topic",
+        unique_topic,
+        "--num-records",
+        "600",
+        "--payload-monotonic",
+        "--throughput",
+        "400",
+        "--producer-props",
+        f"bootstrap.servers={b}",
+        "--transactional-id",
+        tid,
+        "--transaction-duration-ms",
+        "200",
+    )
+    assert code == 0, err
+    assert FINAL.match(out.splitlines()[0]).group(1) == "600"
+    config = {
+        "bootstrap.servers": b,
+        "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",
+    }
+    with Consumer(config) as consumer:
+        consumer.assign([(unique_topic, 0)])
+        values: list[bytes] = []
+        for _ in range(50):
+            values += [r.value for r in consumer.poll(timeout_ms=200)]
+            if len(values) >= 600:
+                break
+        (end,) = consumer.end_offsets([(unique_topic, 0)]).values()
+    assert sorted(int(v) for v in values) == list(range(600))
+    # about 1.5 s of sending in transactions of 200 ms: several markers after the records
+    assert end - 600 >= 3
+    code, out, err = tool(
+        "transactions", "--bootstrap-server", b, "describe", "--transactional-id", tid
+    )
+    assert code == 0, err
+    assert "CompleteCommit" in out
+
+
 def test_latency_file_has_every_record(
     tool: Tool, brook_session: BrookProcess, unique_topic: str, tmp_path: Path
 ) -> None:
@@ -146,10 +195,10 @@ def test_bad_arguments(tool: Tool, brook_session: BrookProcess) -> None:
                 "10",
                 "--producer-props",
                 f"bootstrap.servers={b}",
-                "--transactional-id",
-                "x",
+                "--transaction-duration-ms",
+                "0",
             ],
-            "Transactions are not supported",
+            "--transaction-duration-ms should be greater than zero",
         ),
         (
             [
