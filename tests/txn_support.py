@@ -4,8 +4,10 @@ WriteTxnMarkers as a coordinator sends it, Fetch and ListOffsets at an isolation
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
+import confluent_kafka
 from rawclient import RawClient
 
 from brook.protocol.records import build_simple_batch, iter_records
@@ -166,3 +168,55 @@ def latest(c: RawClient, topic: str, level: int) -> int:
     part = resp.topics[0].partitions[0]
     assert part.error_code == 0
     return part.offset
+
+
+def read_to_end(
+    bootstrap: str,
+    topic: str,
+    partitions: int = 1,
+    level: str = "read_committed",
+    timeout: float = 60,
+) -> list[confluent_kafka.Message]:
+    """Every message of partitions 0..``partitions``-1 at isolation ``level``, read with
+    confluent-kafka in the order read, until each partition's end (for read_committed, its
+    last stable offset). Other errors (a leader moving) librdkafka retries by itself."""
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"read-{uuid.uuid4().hex}",
+            "isolation.level": level,
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(partitions)])
+        got: list[confluent_kafka.Message] = []
+        ended: set[int] = set()
+        deadline = time.monotonic() + timeout
+        while len(ended) < partitions:
+            assert time.monotonic() < deadline, (ended, [m.value() for m in got])
+            msg = consumer.poll(0.2)
+            if msg is None:
+                continue
+            if msg.error():
+                if msg.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
+                    ended.add(msg.partition())
+                continue
+            got.append(msg)
+        return got
+    finally:
+        consumer.close()
+
+
+def read_values(
+    bootstrap: str,
+    topic: str,
+    partitions: int = 1,
+    level: str = "read_committed",
+    timeout: float = 60,
+) -> list[str]:
+    """The sorted values (as text) ``read_to_end`` reads."""
+    return sorted(
+        m.value().decode() for m in read_to_end(bootstrap, topic, partitions, level, timeout)
+    )

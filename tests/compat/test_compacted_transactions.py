@@ -7,12 +7,12 @@ records remain stay, and a consumer still reads the same afterwards."""
 from __future__ import annotations
 
 import time
-import uuid
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from rawclient import RawClient, create_topic, fetch
 from support import BrookProcess
+from txn_support import read_to_end
 
 from brook.protocol.batch import BatchHeader, iter_batches
 from brook.protocol.records import iter_records
@@ -51,30 +51,7 @@ def _stored(
 
 def _read(bootstrap: str, level: str) -> list[tuple[int, bytes, bytes]]:
     """Every record to the partition's end (for read_committed, its last stable offset)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"r-{uuid.uuid4().hex}",
-            "isolation.level": level,
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        consumer.assign([TopicPartition(TOPIC, 0, 0)])
-        got: list[tuple[int, bytes, bytes]] = []
-        deadline = time.monotonic() + 30
-        while True:
-            assert time.monotonic() < deadline, got
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            if msg.error():
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                return got
-            got.append((msg.offset(), msg.key(), msg.value()))
-    finally:
-        consumer.close()
+    return [(m.offset(), m.key(), m.value()) for m in read_to_end(bootstrap, TOPIC, level=level)]
 
 
 class Filler:

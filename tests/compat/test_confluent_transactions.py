@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from rawclient import RawClient, create_topic
 from support import BrookProcess
+from txn_support import read_values
 
 PARTITIONS = 3
 OVERRIDES = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"}
@@ -40,33 +41,7 @@ def _producer(broker: BrookProcess, tid: str, **extra: object) -> Producer:
 def _read(broker: BrookProcess, topic: str, level: str) -> list[str]:
     """Every record of the topic at ``level``, until each partition's end (for read_committed,
     its last stable offset)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": broker.bootstrap,
-            "group.id": f"r-{uuid.uuid4().hex}",
-            "isolation.level": level,
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        got: list[str] = []
-        ended: set[int] = set()
-        deadline = time.monotonic() + 30
-        while len(ended) < PARTITIONS:
-            assert time.monotonic() < deadline, (ended, got)
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            if msg.error():
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                ended.add(msg.partition())
-                continue
-            got.append(msg.value().decode())
-        return sorted(got)
-    finally:
-        consumer.close()
+    return read_values(broker.bootstrap, topic, PARTITIONS, level, timeout=30)
 
 
 def _open_transactions(broker: BrookProcess, topic: str) -> list[int]:

@@ -12,10 +12,8 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer as CKConsumer
-from confluent_kafka import KafkaError as CKError
-from confluent_kafka import TopicPartition as CKPartition
 from support import BrookProcess
+from txn_support import read_values
 
 from brook.client import (
     AbortableTransactionError,
@@ -75,33 +73,7 @@ def _read(broker: BrookProcess, topic: str, level: str) -> list[str]:
 
 
 def _read_confluent(broker: BrookProcess, topic: str, level: str) -> list[str]:
-    consumer = CKConsumer(
-        {
-            "bootstrap.servers": broker.bootstrap,
-            "group.id": f"r-{uuid.uuid4().hex}",
-            "isolation.level": level,
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        consumer.assign([CKPartition(topic, p, 0) for p in range(PARTITIONS)])
-        got: list[str] = []
-        ended: set[int] = set()
-        deadline = time.monotonic() + 30
-        while len(ended) < PARTITIONS:
-            assert time.monotonic() < deadline, (ended, got)
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            if msg.error():
-                assert msg.error().code() == CKError._PARTITION_EOF, msg.error()
-                ended.add(msg.partition())
-                continue
-            got.append(msg.value().decode())
-        return sorted(got)
-    finally:
-        consumer.close()
+    return read_values(broker.bootstrap, topic, PARTITIONS, level, timeout=30)
 
 
 def _send_each(producer: Producer, topic: str, prefix: str) -> None:

@@ -6,14 +6,14 @@ value and no aborted one."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 from quorum_support import FAST, wait_for
 from support import local_cluster
+from txn_support import read_to_end
 
 from brook.cli.main import main as brook
 from brook.log.config import LogConfig
@@ -34,32 +34,11 @@ def _partition(admin: AdminClient, topic: str) -> tuple[int, list[int]]:
 def _read(bootstrap: str, topic: str, level: str) -> dict[bytes, bytes]:
     """key -> value of every record up to the partition's end (its LSO for read_committed),
     a key read twice keeping its later value; values of aborted records start with "a"."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"r-{uuid.uuid4().hex}",
-            "isolation.level": level,
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
     got: dict[bytes, bytes] = {}
-    try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        deadline = time.monotonic() + 60
-        while True:
-            assert time.monotonic() < deadline, got
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    return got
-                continue
-            assert not msg.value().startswith(b"a"), (msg.offset(), msg.value())
-            got[msg.key()] = msg.value()
-    finally:
-        consumer.close()
+    for msg in read_to_end(bootstrap, topic, level=level):
+        assert not msg.value().startswith(b"a"), (msg.offset(), msg.value())
+        got[msg.key()] = msg.value()
+    return got
 
 
 def _cleanings(log_path: Path, topic: str) -> int:

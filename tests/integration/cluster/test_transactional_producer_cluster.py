@@ -12,13 +12,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer as CKConsumer
-from confluent_kafka import KafkaError as CKError
-from confluent_kafka import TopicPartition as CKPartition
 from loss_checker import wait_fully_replicated
 from quorum_support import FAST, wait_for
 from rawclient import RawClient
 from support import local_cluster
+from txn_support import read_values
 
 from brook.client import Consumer, Producer, ProducerFencedError, TopicPartition
 from brook.client.admin import Admin, NewTopic
@@ -57,33 +55,7 @@ def _read(bootstrap: str, topic: str, level: str) -> list[str]:
 
 
 def _read_confluent(bootstrap: str, topic: str, level: str) -> list[str]:
-    consumer = CKConsumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"r-{uuid.uuid4().hex}",
-            "isolation.level": level,
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        consumer.assign([CKPartition(topic, p, 0) for p in range(PARTITIONS)])
-        got: list[str] = []
-        ended: set[int] = set()
-        deadline = time.monotonic() + 90
-        while len(ended) < PARTITIONS:
-            assert time.monotonic() < deadline, (ended, got)
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == CKError._PARTITION_EOF:
-                    ended.add(msg.partition())
-                continue
-            got.append(msg.value().decode())
-        return sorted(got)
-    finally:
-        consumer.close()
+    return read_values(bootstrap, topic, PARTITIONS, level, timeout=90)
 
 
 def _names(*prefixes: str) -> list[str]:

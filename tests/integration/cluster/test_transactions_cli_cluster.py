@@ -8,7 +8,6 @@ after kill -9 of the partition's leader, the same found and aborted on the new l
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +18,7 @@ from loss_checker import wait_fully_replicated
 from quorum_support import FAST, wait_for
 from rawclient import RawClient, produce
 from support import local_cluster
-from txn_support import READ_COMMITTED, UNVERIFIED, TxnProducer, latest
+from txn_support import READ_COMMITTED, UNVERIFIED, TxnProducer, latest, read_to_end
 
 from brook.cli.main import main
 from brook.client.admin import Admin, NewTopic
@@ -47,31 +46,7 @@ def _rows(out: str) -> list[list[str]]:
 
 
 def _read_committed(bootstrap: str, topic: str) -> list[bytes]:
-    consumer = confluent_kafka.Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"txcli-{uuid.uuid4().hex}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
-        got: list[bytes] = []
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
-                    return got
-                continue
-            got.append(msg.value())
-        raise AssertionError(f"no end of partition after {got}")
-    finally:
-        consumer.close()
+    return [m.value() for m in read_to_end(bootstrap, topic)]
 
 
 def test_hanging_transaction_on_a_cluster(tmp_path: Path, tool: Tool) -> None:

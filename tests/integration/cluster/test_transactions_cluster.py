@@ -7,15 +7,15 @@ consumers on the survivors see exactly the committed transactions."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 from loss_checker import wait_fully_replicated
 from quorum_support import FAST, wait_for
 from rawclient import RawClient
 from support import local_cluster
+from txn_support import read_values
 
 from brook.client.admin import Admin, NewTopic
 from brook.protocol.api import ApiKey
@@ -40,33 +40,7 @@ def _send(producer: Producer, topic: str, prefix: str) -> None:
 
 
 def _read_committed(bootstrap: str, topic: str) -> list[str]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"r-{uuid.uuid4().hex}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        got: list[str] = []
-        ended: set[int] = set()
-        deadline = time.monotonic() + 90
-        while len(ended) < PARTITIONS:
-            assert time.monotonic() < deadline, (ended, got)
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == KafkaError._PARTITION_EOF:
-                    ended.add(msg.partition())
-                continue
-            got.append(msg.value().decode())
-        return sorted(got)
-    finally:
-        consumer.close()
+    return read_values(bootstrap, topic, PARTITIONS, timeout=90)
 
 
 def test_transactions_survive_the_death_of_their_coordinator(tmp_path: Path) -> None:

@@ -5,16 +5,14 @@ kafka's read_committed consumer through the cluster sees only committed records.
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 
-import confluent_kafka
 from loss_checker import wait_fully_replicated
 from quorum_support import FAST, wait_for
 from rawclient import RawClient
 from support import local_cluster
-from txn_support import READ_COMMITTED, UNVERIFIED, TxnProducer, fetch_at, values
+from txn_support import READ_COMMITTED, UNVERIFIED, TxnProducer, fetch_at, read_to_end, values
 
 from brook.client.admin import Admin, NewTopic
 from brook.protocol.errors import Errors
@@ -25,31 +23,7 @@ def _leader(admin: Admin, topic: str) -> int:
 
 
 def _read_committed(bootstrap: str, topic: str) -> list[bytes]:
-    consumer = confluent_kafka.Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"txn-{uuid.uuid4().hex}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        consumer.assign([confluent_kafka.TopicPartition(topic, 0, 0)])
-        got: list[bytes] = []
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            if msg.error():
-                if msg.error().code() == confluent_kafka.KafkaError._PARTITION_EOF:
-                    return got
-                continue  # a leader moving: librdkafka retries
-            got.append(msg.value())
-        raise AssertionError(f"no end of partition after {got}")
-    finally:
-        consumer.close()
+    return [m.value() for m in read_to_end(bootstrap, topic)]
 
 
 def test_markers_replicate_and_outlive_their_leader(tmp_path: Path) -> None:

@@ -10,12 +10,12 @@ import time
 import uuid
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 from loss_checker import wait_fully_replicated
 from quorum_support import FAST
 from rawclient import RawClient
 from support import local_cluster
-from txn_support import READ_COMMITTED, latest
+from txn_support import READ_COMMITTED, latest, read_to_end
 from txn_verify_support import RawTxnProducer, open_transactions, wait_complete
 
 from brook.client.admin import Admin, NewTopic
@@ -42,33 +42,7 @@ def _leaders(admin: Admin, topic: str) -> dict[int, int]:
 
 
 def _read_committed(bootstrap: str, topic: str) -> list[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"r-{uuid.uuid4().hex}",
-            "isolation.level": "read_committed",
-            "enable.auto.commit": False,
-            "enable.partition.eof": True,
-        }
-    )
-    try:
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        got: list[bytes] = []
-        ended: set[int] = set()
-        deadline = time.monotonic() + 60
-        while len(ended) < PARTITIONS:
-            assert time.monotonic() < deadline, (ended, got)
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            if msg.error():
-                assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
-                ended.add(msg.partition())
-                continue
-            got.append(msg.value())
-        return sorted(got)
-    finally:
-        consumer.close()
+    return sorted(m.value() for m in read_to_end(bootstrap, topic, PARTITIONS))
 
 
 def test_leader_verifies_with_a_coordinator_on_another_broker(tmp_path: Path) -> None:
