@@ -1,0 +1,277 @@
+"""kafka-python 3.0.12's transactional producer against a real Brook broker: commit and abort
+across partitions seen by kafka-python's read_committed and read_uncommitted consumers, a
+read_committed consumer held at an open transaction's start, a zombie fenced by a second
+producer with the same transactional id, offsets sent to a transaction (with the consumer's
+group metadata, KIP-447, and with a bare group id) committed with it and dropped with an
+aborted one, and a transaction aborted at its timeout."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import CommitFailedError, KafkaError, ProducerFencedError
+from kafka.structs import OffsetAndMetadata
+from rawclient import RawClient, create_topic
+from support import BrookProcess
+from txn_clients import kafka_python_read_all as read_all
+
+PARTITIONS = 3
+OVERRIDES = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrookProcess]:
+    with BrookProcess(tmp_path_factory.mktemp("kptxn") / "data", OVERRIDES) as process:
+        yield process
+
+
+def _topic(broker: BrookProcess) -> str:
+    topic = f"txn-{uuid.uuid4().hex[:8]}"
+    with RawClient(broker.bootstrap) as c:
+        create_topic(c, topic, partitions=PARTITIONS)
+    return topic
+
+
+def _producer(broker: BrookProcess, tid: str, **extra: object) -> KafkaProducer:
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=tid, **extra)
+    producer.init_transactions()
+    return producer
+
+
+def _send(producer: KafkaProducer, topic: str, prefix: str, n: int) -> None:
+    """``n`` records over the partitions, each acknowledged before returning (kafka-python's
+    abort drops records still unsent, so an aborted transaction's records are flushed first)."""
+    futures = [
+        producer.send(topic, f"{prefix}{i}".encode(), partition=i % PARTITIONS) for i in range(n)
+    ]
+    producer.flush()
+    for future in futures:
+        future.get(timeout=30)
+
+
+def test_commit_and_abort_as_read_committed_and_read_uncommitted_see_them(
+    broker: BrookProcess,
+) -> None:
+    topic = _topic(broker)
+    producer = _producer(broker, f"app-{uuid.uuid4().hex[:6]}")
+    try:
+        producer.begin_transaction()
+        _send(producer, topic, "c", 9)
+        producer.commit_transaction()
+        producer.begin_transaction()
+        _send(producer, topic, "a", 6)
+        producer.abort_transaction()
+        producer.begin_transaction()
+        _send(producer, topic, "d", 3)
+        producer.commit_transaction()
+    finally:
+        producer.close()
+    committed = sorted([f"c{i}" for i in range(9)] + [f"d{i}" for i in range(3)])
+    assert read_all(broker.bootstrap, topic, PARTITIONS, "read_committed") == committed
+    assert read_all(broker.bootstrap, topic, PARTITIONS, "read_uncommitted") == sorted(
+        committed + [f"a{i}" for i in range(6)]
+    )
+
+
+def test_read_committed_stops_at_an_open_transaction(broker: BrookProcess) -> None:
+    topic = _topic(broker)
+    producer = _producer(broker, f"app-{uuid.uuid4().hex[:6]}")
+    try:
+        producer.begin_transaction()
+        _send(producer, topic, "c", 3)
+        producer.commit_transaction()
+        producer.begin_transaction()
+        _send(producer, topic, "open", 3)
+        assert read_all(broker.bootstrap, topic, PARTITIONS, "read_committed") == ["c0", "c1", "c2"]
+        assert len(read_all(broker.bootstrap, topic, PARTITIONS, "read_uncommitted")) == 6
+        producer.commit_transaction()
+    finally:
+        producer.close()
+    assert read_all(broker.bootstrap, topic, PARTITIONS, "read_committed") == sorted(
+        ["c0", "c1", "c2", "open0", "open1", "open2"]
+    )
+
+
+def test_a_second_producer_fences_the_first(broker: BrookProcess) -> None:
+    topic = _topic(broker)
+    tid = f"app-{uuid.uuid4().hex[:6]}"
+    zombie = _producer(broker, tid)
+    try:
+        zombie.begin_transaction()
+        _send(zombie, topic, "z", 3)
+        successor = _producer(broker, tid)  # InitProducerId: aborts the zombie's transaction
+        try:
+            successor.begin_transaction()
+            _send(successor, topic, "s", 3)
+            successor.commit_transaction()
+        finally:
+            successor.close()
+        with pytest.raises(ProducerFencedError):
+            zombie.commit_transaction()
+    finally:
+        zombie.close(timeout=5)
+    assert read_all(broker.bootstrap, topic, PARTITIONS, "read_committed") == ["s0", "s1", "s2"]
+    assert read_all(broker.bootstrap, topic, PARTITIONS, "read_uncommitted") == sorted(
+        ["s0", "s1", "s2", "z0", "z1", "z2"]
+    )
+
+
+def _committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group)
+    try:
+        found = {p: consumer.committed(TopicPartition(topic, p)) for p in range(PARTITIONS)}
+    finally:
+        consumer.close()
+    return {p: offset for p, offset in found.items() if offset is not None}
+
+
+@pytest.mark.parametrize("metadata", ["group_metadata", "group_id"])
+def test_offsets_sent_to_a_transaction_commit_and_abort_with_it(
+    broker: BrookProcess, metadata: str
+) -> None:
+    source, sink = _topic(broker), _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    loader = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    for i in range(30):
+        loader.send(source, f"in{i}".encode(), partition=i % PARTITIONS)
+    loader.close()
+    consumer = KafkaConsumer(
+        source,
+        bootstrap_servers=broker.bootstrap,
+        group_id=group,
+        isolation_level="read_committed",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+    )
+    producer = _producer(broker, f"etl-{uuid.uuid4().hex[:6]}")
+
+    def group_metadata() -> object:
+        return consumer.group_metadata() if metadata == "group_metadata" else group
+
+    try:
+        seen: list[str] = []
+        deadline = time.monotonic() + 60
+        while len(seen) < 30:
+            assert time.monotonic() < deadline, seen
+            batch = consumer.poll(timeout_ms=500)
+            if not batch:
+                continue
+            producer.begin_transaction()
+            for records in batch.values():
+                for r in records:
+                    producer.send(sink, r.value.upper(), partition=r.partition)
+                seen += [r.value.decode() for r in records]
+            positions = {tp: OffsetAndMetadata(consumer.position(tp), "", -1) for tp in batch}
+            producer.send_offsets_to_transaction(positions, group_metadata())
+            producer.commit_transaction()
+        committed = _committed(broker.bootstrap, group, source)
+        assert committed == {p: 10 for p in range(PARTITIONS)}
+        # Offsets sent to an aborted transaction are not committed.
+        producer.begin_transaction()
+        producer.send(sink, b"x", partition=0)
+        rewound = {
+            TopicPartition(source, p): OffsetAndMetadata(1, "", -1) for p in range(PARTITIONS)
+        }
+        producer.send_offsets_to_transaction(rewound, group_metadata())
+        producer.abort_transaction()
+        assert _committed(broker.bootstrap, group, source) == committed
+    finally:
+        producer.close()
+        consumer.close()
+    assert read_all(broker.bootstrap, sink, PARTITIONS, "read_committed") == sorted(
+        f"IN{i}" for i in range(30)
+    )
+
+
+def _ends(bootstrap: str, topic: str, level: str) -> dict[TopicPartition, int]:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=level)
+    try:
+        return consumer.end_offsets([TopicPartition(topic, p) for p in range(PARTITIONS)])
+    finally:
+        consumer.close()
+
+
+def test_a_transaction_past_its_timeout_is_aborted(broker: BrookProcess) -> None:
+    topic = _topic(broker)
+    producer = _producer(broker, f"app-{uuid.uuid4().hex[:6]}", transaction_timeout_ms=1000)
+    try:
+        producer.begin_transaction()
+        _send(producer, topic, "late", 3)
+        # The coordinator aborts it (its check runs every 200 ms): its markers end the open
+        # transaction, so the last stable offsets reach the log ends.
+        deadline = time.monotonic() + 30
+        while _ends(broker.bootstrap, topic, "read_committed") != _ends(
+            broker.bootstrap, topic, "read_uncommitted"
+        ):
+            assert time.monotonic() < deadline, "the timed-out transaction was not aborted"
+            time.sleep(0.1)
+        with pytest.raises(KafkaError):
+            producer.commit_transaction()
+    finally:
+        producer.close(timeout=5)
+    assert read_all(broker.bootstrap, topic, PARTITIONS, "read_committed") == []
+    assert read_all(broker.bootstrap, topic, PARTITIONS, "read_uncommitted") == [
+        "late0",
+        "late1",
+        "late2",
+    ]
+
+
+def _assigned(consumer: KafkaConsumer, deadline: float) -> None:
+    while not consumer.assignment():
+        assert time.monotonic() < deadline, "the consumer was never assigned partitions"
+        consumer.poll(timeout_ms=100)
+
+
+def test_offsets_with_a_stale_generation_are_refused(broker: BrookProcess) -> None:
+    """KIP-447: offsets sent with the group metadata of a member the group has moved past (a
+    rebalance since) fail the transaction (ILLEGAL_GENERATION, CommitFailedError) instead of
+    committing a zombie's position; the producer aborts and goes on."""
+    source = _topic(broker)
+    group = f"g-{uuid.uuid4().hex[:6]}"
+
+    def member() -> KafkaConsumer:
+        return KafkaConsumer(
+            source,
+            bootstrap_servers=broker.bootstrap,
+            group_id=group,
+            enable_auto_commit=False,
+            session_timeout_ms=10_000,
+            heartbeat_interval_ms=500,
+        )
+
+    first, second = member(), None
+    producer = _producer(broker, f"etl-{uuid.uuid4().hex[:6]}")
+    try:
+        deadline = time.monotonic() + 60
+        _assigned(first, deadline)
+        stale = first.group_metadata()
+        second = member()
+        # Both poll until the rebalance the second one started has given them a new generation.
+        while True:
+            assert time.monotonic() < deadline, "the group never rebalanced"
+            first.poll(timeout_ms=100)
+            second.poll(timeout_ms=100)
+            now = first.group_metadata()
+            if now.generation_id > stale.generation_id and second.assignment():
+                break
+        offsets = {TopicPartition(source, 0): OffsetAndMetadata(5, "", -1)}
+        producer.begin_transaction()
+        with pytest.raises(KafkaError) as refused:
+            producer.send_offsets_to_transaction(offsets, stale)
+            producer.commit_transaction()
+        assert isinstance(refused.value, CommitFailedError), refused.value
+        producer.abort_transaction()
+        producer.begin_transaction()
+        producer.send_offsets_to_transaction(offsets, first.group_metadata())
+        producer.commit_transaction()
+    finally:
+        producer.close()
+        first.close()
+        if second is not None:
+            second.close()
+    assert _committed(broker.bootstrap, group, source) == {0: 5}
