@@ -90,12 +90,17 @@ def test_read_committed_stops_at_an_open_transaction(broker: BrookProcess) -> No
                 await _send(producer, topic, "c", 3)
             await producer.begin_transaction()
             await _send(producer, topic, "open", 3)
-            assert await read_all(broker.bootstrap, topic, PARTITIONS, "read_committed") == [
+            assert await read_all(
+                broker.bootstrap, topic, PARTITIONS, "read_committed", settled=False
+            ) == [
                 "c0",
                 "c1",
                 "c2",
             ]
-            assert len(await read_all(broker.bootstrap, topic, PARTITIONS, "read_uncommitted")) == 6
+            uncommitted = await read_all(
+                broker.bootstrap, topic, PARTITIONS, "read_uncommitted", settled=False
+            )
+            assert len(uncommitted) == 6
             await producer.commit_transaction()
         finally:
             await producer.stop()
@@ -185,8 +190,10 @@ def test_offsets_sent_to_a_transaction_commit_and_abort_with_it(broker: BrookPro
                         positions = {tp: await consumer.position(tp) for tp in batch}
                         await producer.send_offsets_to_transaction(positions, group)
                     seen += [m.value.decode() for m in records]
-            committed = await _committed(broker.bootstrap, group, source)
-            assert committed == {p: 10 for p in range(PARTITIONS)}
+            committed = {p: 10 for p in range(PARTITIONS)}
+            async with asyncio.timeout(30):  # applied once the COMMIT marker is written
+                while await _committed(broker.bootstrap, group, source) != committed:
+                    await asyncio.sleep(0.05)
             # Offsets sent to an aborted transaction are not committed.
             await producer.begin_transaction()
             await producer.send(sink, b"x", partition=0)

@@ -86,8 +86,13 @@ def test_read_committed_stops_at_an_open_transaction(broker: BrookProcess) -> No
         producer.commit_transaction()
         producer.begin_transaction()
         _send(producer, topic, "open", 3)
-        assert read_all(broker.bootstrap, topic, PARTITIONS, "read_committed") == ["c0", "c1", "c2"]
-        assert len(read_all(broker.bootstrap, topic, PARTITIONS, "read_uncommitted")) == 6
+        assert read_all(broker.bootstrap, topic, PARTITIONS, "read_committed", settled=False) == [
+            "c0",
+            "c1",
+            "c2",
+        ]
+        uncommitted = read_all(broker.bootstrap, topic, PARTITIONS, "read_uncommitted", False)
+        assert len(uncommitted) == 6
         producer.commit_transaction()
     finally:
         producer.close()
@@ -129,6 +134,15 @@ def _committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
     return {p: offset for p, offset in found.items() if offset is not None}
 
 
+def _wait_committed(bootstrap: str, group: str, topic: str, expected: dict[int, int]) -> None:
+    """Until the group's committed offsets are ``expected`` (a transaction's offsets apply once
+    its COMMIT marker reaches ``__consumer_offsets``, just after the commit returns)."""
+    deadline = time.monotonic() + 30
+    while (found := _committed(bootstrap, group, topic)) != expected:
+        assert time.monotonic() < deadline, found
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize("metadata", ["group_metadata", "group_id"])
 def test_offsets_sent_to_a_transaction_commit_and_abort_with_it(
     broker: BrookProcess, metadata: str
@@ -168,8 +182,8 @@ def test_offsets_sent_to_a_transaction_commit_and_abort_with_it(
             positions = {tp: OffsetAndMetadata(consumer.position(tp), "", -1) for tp in batch}
             producer.send_offsets_to_transaction(positions, group_metadata())
             producer.commit_transaction()
-        committed = _committed(broker.bootstrap, group, source)
-        assert committed == {p: 10 for p in range(PARTITIONS)}
+        committed = {p: 10 for p in range(PARTITIONS)}
+        _wait_committed(broker.bootstrap, group, source, committed)
         # Offsets sent to an aborted transaction are not committed.
         producer.begin_transaction()
         producer.send(sink, b"x", partition=0)
@@ -274,4 +288,4 @@ def test_offsets_with_a_stale_generation_are_refused(broker: BrookProcess) -> No
         first.close()
         if second is not None:
             second.close()
-    assert _committed(broker.bootstrap, group, source) == {0: 5}
+    _wait_committed(broker.bootstrap, group, source, {0: 5})
