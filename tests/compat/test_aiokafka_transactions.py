@@ -3,7 +3,7 @@ partitions (``transaction()`` and the explicit calls) seen by aiokafka's read_co
 read_uncommitted consumers, a read_committed consumer held at an open transaction's start, a
 zombie fenced by a second producer with the same transactional id, offsets sent to a
 transaction committed with it and dropped with an aborted one (consumer group, read_committed),
-and a transaction aborted at its timeout."""
+a transaction aborted at its timeout, and compressed transactional batches of every codec."""
 
 from __future__ import annotations
 
@@ -262,3 +262,32 @@ async def _ends(bootstrap: str, topic: str) -> dict[str, dict[TopicPartition, in
         finally:
             await consumer.stop()
     return out
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_compressed_transactions(broker: BrookProcess, codec: str) -> None:
+    """Compressed transactional batches: read_committed drops the aborted ones whole."""
+    topic = _topic(broker)
+
+    async def run() -> None:
+        producer = _producer(broker, f"app-{uuid.uuid4().hex[:6]}", compression_type=codec)
+        await producer.start()
+        try:
+            for n in range(6):
+                await producer.begin_transaction()
+                for i in range(30):
+                    await producer.send(topic, f"{n}-{i}".encode(), partition=i % PARTITIONS)
+                await producer.flush()
+                if n % 2 == 0:
+                    await producer.commit_transaction()
+                else:
+                    await producer.abort_transaction()
+        finally:
+            await producer.stop()
+        assert await read_all(broker.bootstrap, topic, PARTITIONS, "read_committed") == sorted(
+            f"{n}-{i}" for n in (0, 2, 4) for i in range(30)
+        )
+        uncommitted = await read_all(broker.bootstrap, topic, PARTITIONS, "read_uncommitted")
+        assert len(uncommitted) == 180
+
+    asyncio.run(run())

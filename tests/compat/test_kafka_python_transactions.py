@@ -3,7 +3,9 @@ across partitions seen by kafka-python's read_committed and read_uncommitted con
 read_committed consumer held at an open transaction's start, a zombie fenced by a second
 producer with the same transactional id, offsets sent to a transaction (with the consumer's
 group metadata, KIP-447, and with a bare group id) committed with it and dropped with an
-aborted one, and a transaction aborted at its timeout."""
+aborted one, offsets of a stale generation refused (KIP-447), a transaction aborted at its
+timeout, compressed transactional batches of every codec, and two producers' transactions
+interleaved on one partition read under read_committed from every offset."""
 
 from __future__ import annotations
 
@@ -289,3 +291,73 @@ def test_offsets_with_a_stale_generation_are_refused(broker: BrookProcess) -> No
         if second is not None:
             second.close()
     _wait_committed(broker.bootstrap, group, source, {0: 5})
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_compressed_transactions(broker: BrookProcess, codec: str) -> None:
+    """Compressed transactional batches: read_committed drops the aborted ones whole."""
+    topic = _topic(broker)
+    producer = _producer(broker, f"app-{uuid.uuid4().hex[:6]}", compression_type=codec)
+    try:
+        for n in range(6):
+            producer.begin_transaction()
+            _send(producer, topic, f"{n}-", 30)
+            (producer.commit_transaction if n % 2 == 0 else producer.abort_transaction)()
+    finally:
+        producer.close()
+    committed = read_all(broker.bootstrap, topic, PARTITIONS, "read_committed")
+    assert committed == sorted(f"{n}-{i}" for n in (0, 2, 4) for i in range(30))
+    assert len(read_all(broker.bootstrap, topic, PARTITIONS, "read_uncommitted")) == 180
+
+
+def test_interleaved_transactions_read_from_any_offset(broker: BrookProcess) -> None:
+    """Two producers' transactions interleaved batch by batch on one partition, one aborting
+    each time, the other committing: read_committed from every offset (inside an aborted
+    transaction, on a marker) returns exactly the committed records after it."""
+    topic = f"txn-{uuid.uuid4().hex[:8]}"
+    with RawClient(broker.bootstrap) as c:
+        create_topic(c, topic, partitions=1)
+    aborter = _producer(broker, f"a-{uuid.uuid4().hex[:6]}")
+    committer = _producer(broker, f"c-{uuid.uuid4().hex[:6]}")
+    try:
+        for n in range(3):
+            aborter.begin_transaction()
+            committer.begin_transaction()
+            for i in range(5):
+                for producer, name in ((aborter, "A"), (committer, "B")):
+                    producer.send(topic, f"{name}{n}-{i}".encode(), partition=0).get(timeout=30)
+            aborter.abort_transaction()
+            committer.commit_transaction()
+    finally:
+        aborter.close()
+        committer.close()
+    assert read_all(broker.bootstrap, topic, 1, "read_committed") == sorted(
+        f"B{n}-{i}" for n in range(3) for i in range(5)
+    )
+    tp = TopicPartition(topic, 0)
+    every = _read_from(broker.bootstrap, tp, 0, "read_uncommitted")
+    assert len(every) == 30
+    end = max(o for o, _ in every) + 3  # the last round's two markers
+    for start in range(end + 1):
+        expected = [(o, v) for o, v in every if o >= start and v.startswith("B")]
+        assert _read_from(broker.bootstrap, tp, start, "read_committed") == expected, start
+
+
+def _read_from(bootstrap: str, tp: TopicPartition, start: int, level: str) -> list[tuple[int, str]]:
+    """(offset, value) of every record from ``start`` to the end at ``level``."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, isolation_level=level, enable_auto_commit=False
+    )
+    try:
+        consumer.assign([tp])
+        consumer.seek(tp, start)
+        end = consumer.end_offsets([tp])[tp]
+        got: list[tuple[int, str]] = []
+        deadline = time.monotonic() + 30
+        while consumer.position(tp) < end:
+            assert time.monotonic() < deadline, (start, got)
+            for records in consumer.poll(timeout_ms=200).values():
+                got += [(r.offset, r.value.decode()) for r in records]
+        return got
+    finally:
+        consumer.close()
