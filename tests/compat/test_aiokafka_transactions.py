@@ -11,6 +11,7 @@ import asyncio
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -291,3 +292,28 @@ def test_compressed_transactions(broker: BrookProcess, codec: str) -> None:
         assert len(uncommitted) == 180
 
     asyncio.run(run())
+
+
+def test_the_same_producer_commits_across_a_broker_kill(tmp_path: Path) -> None:
+    """kill -9 of the broker with a transaction open: the restarted coordinator loads it from
+    ``__transaction_state`` and the producer, still running, adds to it and commits it."""
+    with BrookProcess(tmp_path / "data") as own:
+        topic = _topic(own)
+
+        async def run() -> None:
+            producer = _producer(own, f"app-{uuid.uuid4().hex[:6]}")
+            await producer.start()
+            try:
+                await producer.begin_transaction()
+                await _send(producer, topic, "before", 3)
+                own.kill()
+                own.start()
+                await _send(producer, topic, "after", 3)
+                await producer.commit_transaction()
+            finally:
+                await producer.stop()
+            assert await read_all(own.bootstrap, topic, PARTITIONS, "read_committed") == sorted(
+                [f"before{i}" for i in range(3)] + [f"after{i}" for i in range(3)]
+            )
+
+        asyncio.run(run())

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
@@ -361,3 +362,23 @@ def _read_from(bootstrap: str, tp: TopicPartition, start: int, level: str) -> li
         return got
     finally:
         consumer.close()
+
+
+def test_the_same_producer_commits_across_a_broker_kill(tmp_path: Path) -> None:
+    """kill -9 of the broker with a transaction open: the restarted coordinator loads it from
+    ``__transaction_state`` and the producer, still running, adds to it and commits it."""
+    with BrookProcess(tmp_path / "data") as own:
+        topic = _topic(own)
+        producer = _producer(own, f"app-{uuid.uuid4().hex[:6]}")
+        try:
+            producer.begin_transaction()
+            _send(producer, topic, "before", 3)
+            own.kill()
+            own.start()
+            _send(producer, topic, "after", 3)
+            producer.commit_transaction()
+        finally:
+            producer.close(timeout=5)
+        assert read_all(own.bootstrap, topic, PARTITIONS, "read_committed") == sorted(
+            [f"before{i}" for i in range(3)] + [f"after{i}" for i in range(3)]
+        )

@@ -3,14 +3,16 @@
 partitions led by every broker, so its markers go to all three; committed and aborted ones as
 the same client's read_committed and read_uncommitted consumers see them, read through every
 broker; offsets sent to a transaction by a consumer group committed with it and not with an
-aborted one; a zombie fenced by its successor."""
+aborted one; a zombie fenced by its successor; and (aiokafka) kill -9 of the broker
+coordinating a transaction left open, after which the same producer, still running, finds the
+new coordinator (which loaded the transaction), adds to the transaction and commits it."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
@@ -21,12 +23,15 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kafka.errors import ProducerFencedError
 from kafka.structs import OffsetAndMetadata
 from loss_checker import wait_fully_replicated
-from quorum_support import FAST
+from quorum_support import FAST, wait_for
+from rawclient import RawClient
 from support import local_cluster
 from txn_clients import aiokafka_read_all, kafka_python_read_all
 
 from brook.cli.local_cluster import LocalCluster
 from brook.client.admin import Admin, NewTopic
+from brook.protocol.api import ApiKey
+from brook.protocol.errors import Errors
 
 PARTITIONS = 6
 
@@ -183,3 +188,59 @@ def test_kafka_python_transactions_over_every_broker(cluster: LocalCluster) -> N
     assert kafka_python_read_all(bootstrap, topic, PARTITIONS, "read_uncommitted") == _expected(
         ["aborted-", "one-", "two-", "zombie-"]
     )
+
+
+def _coordinator(bootstrap: str, tid: str) -> int | None:
+    """The node coordinating ``tid`` as ``bootstrap`` answers FindCoordinator, or None."""
+    with RawClient(bootstrap) as client:
+        resp = client.request(
+            ApiKey.FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": [tid]}
+        )
+    (found,) = resp.coordinators
+    return int(found.node_id) if found.error_code == Errors.NONE else None
+
+
+async def _aiokafka_across_a_kill(
+    cluster: LocalCluster, topic: str, tid: str, kill: Callable[[], None]
+) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap_servers, transactional_id=tid)
+    await producer.start()
+    try:
+        await producer.begin_transaction()
+        for p in range(PARTITIONS):
+            await producer.send_and_wait(topic, f"before-{p}".encode(), partition=p)
+        kill()
+        for p in range(PARTITIONS):
+            await producer.send_and_wait(topic, f"after-{p}".encode(), partition=p)
+        await producer.commit_transaction()
+    finally:
+        await producer.stop()
+
+
+def test_an_aiokafka_producer_commits_across_its_coordinators_death(
+    cluster: LocalCluster,
+) -> None:
+    """(kafka-python 3.0.12 is left out: when the connection to its coordinator is refused it
+    finds the new coordinator but drops the request it was sending, so its
+    ``commit_transaction`` waits forever; see compatibility.md.)"""
+    topic = _topic(cluster)
+    tid = f"aio-{uuid.uuid4().hex[:6]}"
+    killed: list[int] = []
+
+    def kill() -> None:
+        with Admin({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
+            wait_fully_replicated(admin, "__transaction_state")
+        node = wait_for("the coordinator", lambda: _coordinator(_brokers(cluster)[0], tid))
+        cluster.kill(node)
+        killed.append(node)
+
+    try:
+        asyncio.run(_aiokafka_across_a_kill(cluster, topic, tid, kill))
+        survivor = cluster.node(next(n for n in (1, 2, 3) if n not in killed)).broker_address
+        got = asyncio.run(aiokafka_read_all(survivor, topic, PARTITIONS, "read_committed"))
+        assert got == _expected(["before-", "after-"])
+    finally:
+        for node in killed:  # the cluster's other tests want all three brokers
+            cluster.restart(node)
+        with Admin({"bootstrap.servers": cluster.bootstrap_servers}) as admin:
+            wait_fully_replicated(admin, "__transaction_state")
