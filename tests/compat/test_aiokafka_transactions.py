@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.errors import KafkaError, ProducerFenced
+from aiokafka.errors import InvalidTransactionTimeout, KafkaError, ProducerFenced
 from rawclient import RawClient, create_topic
 from support import BrookProcess
 from txn_clients import aiokafka_read_all as read_all
@@ -317,3 +317,18 @@ def test_the_same_producer_commits_across_a_broker_kill(tmp_path: Path) -> None:
             )
 
         asyncio.run(run())
+
+
+def test_a_timeout_above_the_brokers_maximum_is_refused(broker: BrookProcess) -> None:
+    async def run() -> None:
+        producer = _producer(
+            broker, f"app-{uuid.uuid4().hex[:6]}", transaction_timeout_ms=900_001
+        )  # transaction.max.timeout.ms is 900,000
+        try:
+            with pytest.raises(InvalidTransactionTimeout):
+                async with asyncio.timeout(30):
+                    await producer.start()
+        finally:
+            await producer.stop()
+
+    asyncio.run(run())

@@ -382,3 +382,18 @@ def test_the_same_producer_commits_across_a_broker_kill(tmp_path: Path) -> None:
         assert read_all(own.bootstrap, topic, PARTITIONS, "read_committed") == sorted(
             [f"before{i}" for i in range(3)] + [f"after{i}" for i in range(3)]
         )
+
+
+def test_a_timeout_above_the_brokers_maximum_is_refused(broker: BrookProcess) -> None:
+    producer = KafkaProducer(
+        bootstrap_servers=broker.bootstrap,
+        transactional_id=f"app-{uuid.uuid4().hex[:6]}",
+        transaction_timeout_ms=900_001,  # transaction.max.timeout.ms is 900,000
+        max_block_ms=30_000,
+    )
+    try:
+        # kafka-python wraps the InitProducerId error it has no handler for in a KafkaError.
+        with pytest.raises(KafkaError, match="InvalidTransactionTimeout"):
+            producer.init_transactions()
+    finally:
+        producer.close(timeout=5)
