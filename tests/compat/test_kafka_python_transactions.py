@@ -4,8 +4,10 @@ read_committed consumer held at an open transaction's start, a zombie fenced by 
 producer with the same transactional id, offsets sent to a transaction (with the consumer's
 group metadata, KIP-447, and with a bare group id) committed with it and dropped with an
 aborted one, offsets of a stale generation refused (KIP-447), a transaction aborted at its
-timeout, compressed transactional batches of every codec, and two producers' transactions
-interleaved on one partition read under read_committed from every offset."""
+timeout, compressed transactional batches of every codec, two producers' transactions
+interleaved on one partition read under read_committed from every offset, the same producer
+committing across kill -9 of the broker, and KafkaAdminClient's KIP-664 calls (list,
+describe, describe producers, abort an open transaction)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import AbortTransactionSpec, TransactionState
 from kafka.errors import CommitFailedError, KafkaError, ProducerFencedError
 from kafka.structs import OffsetAndMetadata
 from rawclient import RawClient, create_topic
@@ -396,4 +399,44 @@ def test_a_timeout_above_the_brokers_maximum_is_refused(broker: BrookProcess) ->
         with pytest.raises(KafkaError, match="InvalidTransactionTimeout"):
             producer.init_transactions()
     finally:
+        producer.close(timeout=5)
+
+
+def test_admin_lists_describes_and_aborts_an_open_transaction(broker: BrookProcess) -> None:
+    """KafkaAdminClient's KIP-664 calls: ListTransactions and DescribeTransactions show the
+    open transaction, DescribeProducers its start offset and coordinator epoch, and an abort
+    written with that epoch (WriteTxnMarkers to the leader, as kafka-transactions.sh abort
+    does) ends it: read_committed moves past it without its record."""
+    topic = _topic(broker)
+    tid = f"app-{uuid.uuid4().hex[:6]}"
+    producer = _producer(broker, tid)
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        producer.begin_transaction()
+        _send(producer, topic, "c", 1)
+        producer.commit_transaction()
+        producer.begin_transaction()
+        _send(producer, topic, "open", 1)  # to partition 0, never ended by its producer
+        listed = [t for ts in admin.list_transactions().values() for t in ts]
+        assert (tid, TransactionState.ONGOING) in [(t.transactional_id, t.state) for t in listed]
+        described = admin.describe_transactions([tid])[tid]
+        assert described.state == TransactionState.ONGOING
+        assert described.topic_partitions == {TopicPartition(topic, 0)}
+        tp = TopicPartition(topic, 0)
+        (active,) = admin.describe_producers([tp])[tp].active_producers
+        assert active.current_transaction_start_offset == 2  # after "c0" and its marker
+        assert (active.producer_id, active.producer_epoch) == (
+            described.producer_id,
+            described.producer_epoch,
+        )
+        admin.abort_transaction(
+            AbortTransactionSpec(
+                tp, active.producer_id, active.producer_epoch, active.coordinator_epoch
+            )
+        )
+        (after,) = admin.describe_producers([tp])[tp].active_producers
+        assert after.current_transaction_start_offset == -1
+        assert read_all(broker.bootstrap, topic, PARTITIONS, "read_committed") == ["c0"]
+    finally:
+        admin.close()
         producer.close(timeout=5)
