@@ -19,7 +19,12 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import AbortTransactionSpec, TransactionState
-from kafka.errors import CommitFailedError, KafkaError, ProducerFencedError
+from kafka.errors import (
+    CommitFailedError,
+    KafkaError,
+    ProducerFencedError,
+    TransactionCoordinatorFencedError,
+)
 from kafka.structs import OffsetAndMetadata
 from rawclient import RawClient, create_topic
 from support import BrookProcess
@@ -429,6 +434,13 @@ def test_admin_lists_describes_and_aborts_an_open_transaction(broker: BrookProce
             described.producer_id,
             described.producer_epoch,
         )
+        # kafka-python's default coordinator epoch (-1) is older than the one that wrote this
+        # producer's last marker: refused, as Kafka's partition leader refuses it.
+        with pytest.raises(TransactionCoordinatorFencedError):
+            admin.abort_transaction(
+                AbortTransactionSpec(tp, active.producer_id, active.producer_epoch, -1)
+            )
+        assert admin.describe_producers([tp])[tp].active_producers == [active]
         admin.abort_transaction(
             AbortTransactionSpec(
                 tp, active.producer_id, active.producer_epoch, active.coordinator_epoch
