@@ -319,13 +319,20 @@ def test_compressed_transactions(broker: BrookProcess, codec: str) -> None:
     assert len(read_all(broker.bootstrap, topic, PARTITIONS, "read_uncommitted")) == 180
 
 
-def test_interleaved_transactions_read_from_any_offset(broker: BrookProcess) -> None:
+@pytest.mark.parametrize("segment_bytes", [None, 1024])
+def test_interleaved_transactions_read_from_any_offset(
+    broker: BrookProcess, segment_bytes: int | None
+) -> None:
     """Two producers' transactions interleaved batch by batch on one partition, one aborting
     each time, the other committing: read_committed from every offset (inside an aborted
-    transaction, on a marker) returns exactly the committed records after it."""
+    transaction, on a marker) returns exactly the committed records after it; also with
+    segments of 1 KiB, so that each transaction spans two segments and its abort may be
+    indexed in a later segment than the one a fetch starts in."""
     topic = f"txn-{uuid.uuid4().hex[:8]}"
+    configs = {} if segment_bytes is None else {"segment.bytes": str(segment_bytes)}
     with RawClient(broker.bootstrap) as c:
-        create_topic(c, topic, partitions=1)
+        create_topic(c, topic, partitions=1, configs=configs)
+    pad = "-" + "x" * 100
     aborter = _producer(broker, f"a-{uuid.uuid4().hex[:6]}")
     committer = _producer(broker, f"c-{uuid.uuid4().hex[:6]}")
     try:
@@ -334,15 +341,19 @@ def test_interleaved_transactions_read_from_any_offset(broker: BrookProcess) -> 
             committer.begin_transaction()
             for i in range(5):
                 for producer, name in ((aborter, "A"), (committer, "B")):
-                    producer.send(topic, f"{name}{n}-{i}".encode(), partition=0).get(timeout=30)
+                    value = f"{name}{n}-{i}{pad}".encode()
+                    producer.send(topic, value, partition=0).get(timeout=30)
             aborter.abort_transaction()
             committer.commit_transaction()
     finally:
         aborter.close()
         committer.close()
     assert read_all(broker.bootstrap, topic, 1, "read_committed") == sorted(
-        f"B{n}-{i}" for n in range(3) for i in range(5)
+        f"B{n}-{i}{pad}" for n in range(3) for i in range(5)
     )
+    if segment_bytes is not None:  # the transactions span segments; aborts were indexed
+        assert len(list((broker.data_dir / f"{topic}-0").glob("*.log"))) >= 4
+        assert list((broker.data_dir / f"{topic}-0").glob("*.txnindex"))
     tp = TopicPartition(topic, 0)
     every = _read_from(broker.bootstrap, tp, 0, "read_uncommitted")
     assert len(every) == 30
