@@ -47,6 +47,7 @@ lint: $(TEST_STAMP)
 bench: $(TEST_STAMP)
 	$(BIN)/python -m bench.broker_throughput
 	$(BIN)/python -m bench.producer_clients
+	$(BIN)/python -m bench.txn_produce
 
 # The seed proposals' experiments (docs/experiments.md), each on a 3-node brook cluster, with
 # its plot redrawn into docs/images/; KIP-794's full run takes ~6 minutes, KIP-227's ~4 (its
