@@ -691,7 +691,8 @@ class GroupCoordinator:
                 await asyncio.sleep(0)  # a large partition must not stall the event loop
             now = now_ms()
             loaded: list[Group] = []
-            for group_id in replay.group_ids():
+            pending = {pid: replay.open_txn_offsets(records) for pid, records in held.items()}
+            for group_id in replay.group_ids(pending.values()):
                 value = replay.groups.get(group_id)
                 if value is not None:
                     group = Group.from_metadata(group_id, self.config, value, now)
@@ -699,9 +700,8 @@ class GroupCoordinator:
                     group = Group.create(group_id, self.config, now)
                 for tp, (committed, position) in replay.offsets.get(group_id, {}).items():
                     group.offsets.apply(tp, committed, position)
-                for pid, records in held.items():
-                    pending = replay.open_txn_offsets(group_id, records)
-                    for tp, (committed, position) in pending.items():
+                for pid, by_group in pending.items():
+                    for tp, (committed, position) in by_group.get(group_id, {}).items():
                         group.offsets.begin_commit([tp])
                         group.offsets.end_txn_commit(pid, {tp: committed}, position)
                 self.groups[group_id] = group
