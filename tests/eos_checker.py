@@ -54,6 +54,8 @@ class TrialResult:
     broker_kills: int
     duplicates: list[int]
     missing: list[int]
+    killed_broker: int | None = None  # the node killed and restarted, if any
+    seconds: float = 0.0  # from the pipeline's start until every record was copied (or timeout)
 
 
 def _read_committed(bootstrap: str, topic: str) -> list[int]:
@@ -117,6 +119,7 @@ def run_trial(cluster: Any, records: int, seed: int, timeout: float = 120.0) -> 
     first = rng.uniform(0.5, 2.0)
     kill_at = [first, first + rng.uniform(1.0, 3.0)]
     broker = rng.choice([1, 2, 3]) if seed % 2 == 0 else None
+    killed_broker = broker
     proc = start()
     started = time.monotonic()
     deadline = started + timeout
@@ -139,6 +142,7 @@ def run_trial(cluster: Any, records: int, seed: int, timeout: float = 120.0) -> 
             elif proc.poll() is not None:
                 proc = start()  # it gave up on an error: as an operator's supervisor would
             time.sleep(0.2)
+        seconds = time.monotonic() - started
         if broker is not None and broker_kills:
             cluster.restart(broker)
     finally:
@@ -151,4 +155,6 @@ def run_trial(cluster: Any, records: int, seed: int, timeout: float = 120.0) -> 
         broker_kills,
         duplicates=sorted(n for n, c in counts.items() if c > 1),
         missing=sorted(n for n in range(records) if n not in counts),
+        killed_broker=killed_broker if broker_kills else None,
+        seconds=seconds,
     )
