@@ -54,6 +54,8 @@ class TrialResult:
     broker_kills: int
     duplicates: list[int]
     missing: list[int]
+    killed_broker: int | None = None  # the node killed and restarted, if any
+    seconds: float = 0.0  # from the pipeline's start until every record was copied (or timeout)
 
 
 def _read_committed(bootstrap: str, topic: str) -> list[int]:
@@ -125,6 +127,7 @@ def run_trial(
     first = rng.uniform(0.5, 2.0)
     kill_at = [first, first + rng.uniform(1.0, 3.0)]
     broker = rng.choice([1, 2, 3]) if seed % 2 == 0 else None
+    killed_broker = broker
     proc = start()
     started = time.monotonic()
     deadline = started + timeout
@@ -147,6 +150,7 @@ def run_trial(
             elif proc.poll() is not None:
                 proc = start()  # it gave up on an error: as an operator's supervisor would
             time.sleep(0.2)
+        seconds = time.monotonic() - started
         if broker is not None and broker_kills:
             cluster.restart(broker)
     finally:
@@ -159,4 +163,6 @@ def run_trial(
         broker_kills,
         duplicates=sorted(n for n, c in counts.items() if c > 1),
         missing=sorted(n for n in range(records) if n not in counts),
+        killed_broker=killed_broker if broker_kills else None,
+        seconds=seconds,
     )

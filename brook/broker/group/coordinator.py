@@ -322,11 +322,7 @@ class GroupCoordinator:
             to_write[tp] = OffsetAndMetadata(offset, leader_epoch, metadata or "", now, expire)
             results[tp] = Errors.NONE
         if to_write:
-            group.offsets.begin_commit(to_write)
-            error, first = await self._append(
-                self.partition_for(group_id), offset_records(group_id, to_write), _COMMIT_ERRORS
-            )
-            group.offsets.end_commit(to_write, None if error else first)
+            error = await self._write_offsets(group_id, group, to_write)
             if error:
                 results.update(dict.fromkeys(to_write, error))
         return results
@@ -369,17 +365,45 @@ class GroupCoordinator:
             to_write[tp] = OffsetAndMetadata(offset, leader_epoch, metadata or "", now)
             results[tp] = Errors.NONE
         if to_write:
-            group.offsets.begin_commit(to_write)
-            error, first = await self._append(
-                self.partition_for(group_id),
-                offset_records(group_id, to_write),
-                _COMMIT_ERRORS,
-                producer=(producer_id, producer_epoch),
+            error = await self._write_offsets(
+                group_id, group, to_write, producer=(producer_id, producer_epoch)
             )
-            group.offsets.end_txn_commit(producer_id, to_write, None if error else first)
             if error:
                 results.update(dict.fromkeys(to_write, error))
         return results
+
+    async def _write_offsets(
+        self,
+        group_id: str,
+        group: Group,
+        offsets: dict[TopicPartition, OffsetAndMetadata],
+        producer: tuple[int, int] | None = None,
+    ) -> int:
+        """Write a commit's offsets and apply the outcome to the group (held for the
+        transaction of ``producer``, if given) in a task of its own; the error. A client that
+        disconnects cancels its request's handler, and a commit already in the log must still
+        be applied (else OffsetFetch answers the previous offset until the next reload, and a
+        transaction's marker finds nothing to apply)."""
+
+        async def write() -> int:
+            group.offsets.begin_commit(offsets)
+            error, first = await self._append(
+                self.partition_for(group_id),
+                offset_records(group_id, offsets),
+                _COMMIT_ERRORS,
+                producer=producer,
+            )
+            position = None if error else first
+            if producer is None:
+                group.offsets.end_commit(offsets, position)
+            else:
+                group.offsets.end_txn_commit(producer[0], offsets, position)
+            return error
+
+        task = asyncio.get_running_loop().create_task(write())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return await asyncio.shield(task)
 
     def has_pending_txn(self, group_id: str, tp: TopicPartition) -> bool:
         """KIP-447: whether an undecided transaction committed an offset of ``tp``."""
@@ -661,7 +685,8 @@ class GroupCoordinator:
                 await asyncio.sleep(0)  # a large partition must not stall the event loop
             now = now_ms()
             loaded: list[Group] = []
-            for group_id in replay.group_ids():
+            pending = {pid: replay.open_txn_offsets(records) for pid, records in held.items()}
+            for group_id in replay.group_ids(pending.values()):
                 value = replay.groups.get(group_id)
                 if value is not None:
                     group = Group.from_metadata(group_id, self.config, value, now)
@@ -669,9 +694,8 @@ class GroupCoordinator:
                     group = Group.create(group_id, self.config, now)
                 for tp, (committed, position) in replay.offsets.get(group_id, {}).items():
                     group.offsets.apply(tp, committed, position)
-                for pid, records in held.items():
-                    pending = replay.open_txn_offsets(group_id, records)
-                    for tp, (committed, position) in pending.items():
+                for pid, by_group in pending.items():
+                    for tp, (committed, position) in by_group.get(group_id, {}).items():
                         group.offsets.begin_commit([tp])
                         group.offsets.end_txn_commit(pid, {tp: committed}, position)
                 self.groups[group_id] = group

@@ -350,27 +350,32 @@ class Replay:
         return self
 
     def open_txn_offsets(
-        self, group_id: str, records: Iterable[Any]
-    ) -> dict[TopicPartition, tuple[OffsetAndMetadata, int]]:
-        """The offsets of ``group_id`` among the records of a transaction still open at the end
-        of the log (they wait for its marker)."""
-        out: dict[TopicPartition, tuple[OffsetAndMetadata, int]] = {}
+        self, records: Iterable[Any]
+    ) -> dict[str, dict[TopicPartition, tuple[OffsetAndMetadata, int]]]:
+        """The offsets, by group, among the records of a transaction still open at the end of
+        the log (they wait for its marker)."""
+        out: dict[str, dict[TopicPartition, tuple[OffsetAndMetadata, int]]] = {}
         for record in records:
             try:
                 parsed = decode_key(record.key) if record.key is not None else None
-                if (
-                    isinstance(parsed, OffsetKey)
-                    and parsed.group == group_id
-                    and record.value is not None
-                ):
+                if isinstance(parsed, OffsetKey) and record.value is not None:
                     tp = (parsed.topic, parsed.partition)
-                    out[tp] = (decode_offset_value(record.value), record.offset)
+                    offsets = out.setdefault(parsed.group, {})
+                    offsets[tp] = (decode_offset_value(record.value), record.offset)
             except (RecordFormatError, UnicodeDecodeError, struct.error):
                 self.skipped += 1
         return out
 
-    def group_ids(self) -> set[str]:
-        return set(self.groups) | set(self.offsets)
+    def group_ids(
+        self, open_txns: Iterable[Mapping[str, Mapping[TopicPartition, Any]]] = ()
+    ) -> set[str]:
+        """The groups to load: those with metadata or offsets, and, as in Kafka, those whose
+        only offsets are held by open transactions (``open_txn_offsets`` of each): the
+        transaction's marker must find the group to apply them."""
+        ids = set(self.groups) | set(self.offsets)
+        for by_group in open_txns:
+            ids.update(by_group)
+        return ids
 
 
 def offset_records(

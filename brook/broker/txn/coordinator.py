@@ -171,12 +171,11 @@ class TransactionCoordinator:
         write = routed.decision.write
         if write is None:
             return routed.decision.error, -1, -1
-        # a fencing abort is finished in the background; the client retries
-        fencing = routed.decision.markers is not None
-        error = await self._write(transactional_id, routed, finish=fencing)
+        error = await self._carry_out(transactional_id, routed)
         if error:
             return error, -1, -1
-        if fencing:
+        if routed.decision.markers is not None:
+            # a fencing abort, finished in the background: the client retries
             return Errors.CONCURRENT_TRANSACTIONS, -1, -1
         return Errors.NONE, write.producer_id, write.producer_epoch
 
@@ -193,7 +192,7 @@ class TransactionCoordinator:
         )
         if routed.decision.write is None:
             return routed.decision.error
-        return await self._write(transactional_id, routed)
+        return await self._carry_out(transactional_id, routed)
 
     async def end_txn(
         self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
@@ -204,26 +203,36 @@ class TransactionCoordinator:
         )
         if routed.decision.write is None:
             return routed.decision.error
-        return await self._write(transactional_id, routed, finish=True)
+        return await self._carry_out(transactional_id, routed)
 
     # ------------------------------------------------------------------ writing
-    async def _write(self, transactional_id: str, routed: Routed, finish: bool = False) -> int:
-        """Append the routed change, report it to the manager and (``finish``) start its
-        markers; the client's error. Shielded: a request cancelled because its client went
-        away must not leave the id pending (every later request would get
-        CONCURRENT_TRANSACTIONS until the partition moved) or a Prepare state without its
-        markers."""
-        return await asyncio.shield(self._write_through(transactional_id, routed, finish))
+    async def _carry_out(self, transactional_id: str, routed: Routed) -> int:
+        """Write a request's decided change and act on its outcome (the markers of a Prepare
+        state) in a task of its own; the client's error. A client that disconnects cancels
+        its request's handler, and the outcome must still reach the state machine: an entry
+        left pending answers CONCURRENT_TRANSACTIONS to every later request for the id, and a
+        Prepare state left without its markers holds the LSO of its partitions for good."""
+        task = asyncio.get_running_loop().create_task(
+            self._write_and_finish(transactional_id, routed)
+        )
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return await asyncio.shield(task)
 
-    async def _write_through(self, transactional_id: str, routed: Routed, finish: bool) -> int:
+    async def _write_and_finish(self, transactional_id: str, routed: Routed) -> int:
+        error = await self._write(transactional_id, routed)
+        if not error and routed.decision.markers is not None:
+            self._finish(transactional_id, routed)
+        return error
+
+    async def _write(self, transactional_id: str, routed: Routed) -> int:
+        """Append the routed change and report it to the manager; the client's error."""
         target = routed.decision.write
         assert target is not None
         error = await self._append(routed.partition, transactional_id, target)
         done = self.manager.write_done(
             transactional_id, routed.coordinator_epoch, target, ok=error == Errors.NONE
         )
-        if finish and not (error or done):
-            self._finish(transactional_id, routed)
         return error or done
 
     async def _append(self, index: int, transactional_id: str, target: TxnMetadata) -> int:

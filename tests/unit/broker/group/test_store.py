@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections import namedtuple
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -206,3 +207,25 @@ def test_replay_equals_a_dict_of_last_values(ops: list[tuple[str, str, int, int 
         for tp, (value, _) in offsets.items()
     }
     assert got == expected
+
+
+def test_a_group_with_only_open_transaction_offsets_is_loaded() -> None:
+    """Kafka creates (Empty) a group whose only records are the offsets of a transaction still
+    open at the end of the log: they are held for its marker, which must find the group."""
+    Rec = namedtuple("Rec", "key value offset")
+    replay = Replay().apply_all(
+        [(offset_key("a", "t", 0), encode_offset_value(OffsetAndMetadata(1)), 0)]
+    )
+    open_txn = [
+        Rec(offset_key("a", "t", 0), encode_offset_value(OffsetAndMetadata(5)), 1),
+        Rec(offset_key("only-txn", "t", 1), encode_offset_value(OffsetAndMetadata(7)), 2),
+        Rec(offset_key("tombstoned", "t", 0), None, 3),
+        Rec(None, b"junk", 4),
+    ]
+    pending = replay.open_txn_offsets(open_txn)
+    assert pending == {
+        "a": {("t", 0): (OffsetAndMetadata(5), 1)},
+        "only-txn": {("t", 1): (OffsetAndMetadata(7), 2)},
+    }
+    assert replay.group_ids([pending]) == {"a", "only-txn"}
+    assert replay.group_ids() == {"a"}
