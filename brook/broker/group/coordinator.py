@@ -400,10 +400,7 @@ class GroupCoordinator:
                 group.offsets.end_txn_commit(producer[0], offsets, position)
             return error
 
-        task = asyncio.get_running_loop().create_task(write())
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-        return await asyncio.shield(task)
+        return await asyncio.shield(self._spawn(write()))
 
     def has_pending_txn(self, group_id: str, tp: TopicPartition) -> bool:
         """KIP-447: whether an undecided transaction committed an offset of ``tp``."""
@@ -521,10 +518,13 @@ class GroupCoordinator:
                 self._spawn(self._store_group(group, action))
         self._schedule(group)
 
-    def _spawn(self, coro: Any) -> None:
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        """Run ``coro`` in a task of its own, which stopping the coordinator cancels and a
+        request's cancellation does not."""
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task
 
     async def _store_group(self, group: Group, action: StoreGroup) -> None:
         error, _ = await self._append(

@@ -129,10 +129,13 @@ class TransactionCoordinator:
             self.manager.begin_loading(index, partition.leader_epoch)
             self._loading[index] = asyncio.get_running_loop().create_task(self._load(partition))
 
-    def _spawn(self, coro: Any) -> None:
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        """Run ``coro`` in a task of its own, which stopping the coordinator cancels and a
+        request's cancellation does not."""
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task
 
     # ------------------------------------------------------------------ placement
     @property
@@ -212,12 +215,7 @@ class TransactionCoordinator:
         its request's handler, and the outcome must still reach the state machine: an entry
         left pending answers CONCURRENT_TRANSACTIONS to every later request for the id, and a
         Prepare state left without its markers holds the LSO of its partitions for good."""
-        task = asyncio.get_running_loop().create_task(
-            self._write_and_finish(transactional_id, routed)
-        )
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
-        return await asyncio.shield(task)
+        return await asyncio.shield(self._spawn(self._write_and_finish(transactional_id, routed)))
 
     async def _write_and_finish(self, transactional_id: str, routed: Routed) -> int:
         error = await self._write(transactional_id, routed)
