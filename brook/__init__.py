@@ -22,6 +22,7 @@ _EXPORTS = {
             "AsyncConsumer",
             "AsyncProducer",
             "Consumer",
+            "ConsumerGroupMetadata",
             "ConsumerRecord",
             "NetworkError",
             "Producer",
@@ -33,6 +34,7 @@ _EXPORTS = {
     ),
     **dict.fromkeys(
         (
+            "AbortTransactionSpec",
             "AdminError",
             "AlterConfigOp",
             "AlterConfigOpType",
@@ -51,9 +53,12 @@ _EXPORTS = {
             "OffsetAndMetadata",
             "OffsetSpec",
             "PartitionReassignment",
+            "ProducerState",
             "QuorumInfo",
             "TopicDescription",
             "TopicListing",
+            "TransactionDescription",
+            "TransactionListing",
         ),
         "brook.client.admin",
     ),
