@@ -12,7 +12,10 @@ is ``dirty``, and ``sync`` fsyncs it through its open descriptor or, when the po
 that descriptor meanwhile, through a descriptor opened for the purpose (on Linux fsync writes
 back every dirty page of the inode, whichever descriptor wrote it, and reports a writeback
 error to the next fsync that has not seen it). Eviction never fsyncs, so nothing on the event
-loop waits for a disk.
+loop waits for a disk. Two syncs of one file never overlap (the second would otherwise return
+while the first's fsync is still running, and acknowledge what that fsync then fails to
+write), and a file whose fsync failed never syncs again: the kernel reports a writeback error
+once and drops the pages, so a later fsync's success would mean nothing.
 
 Threads: one thread at a time takes descriptors with ``fd()`` (the event loop while
 serving, the loading thread at startup) and uses each at once, never across another
@@ -73,7 +76,18 @@ def connection_capacity(files: int, nofile: int | None = None) -> int:
 class PooledFile:
     """One file whose descriptor the pool may close and reopen."""
 
-    __slots__ = ("_fd", "_flags", "_mode", "_pins", "closed", "dirty", "path", "pool")
+    __slots__ = (
+        "_fd",
+        "_flags",
+        "_mode",
+        "_pins",
+        "_sync_error",
+        "_sync_lock",
+        "closed",
+        "dirty",
+        "path",
+        "pool",
+    )
 
     def __init__(self, pool: FilePool, path: Path, flags: int, mode: int) -> None:
         self.pool = pool
@@ -86,6 +100,12 @@ class PooledFile:
         # Whether a write may not be on disk yet: true from the first open (a file found on
         # disk may hold what a crashed process wrote) until an fsync.
         self.dirty = True
+        # One fsync at a time: a second caller waits for the first's outcome instead of
+        # returning at once because the first cleared ``dirty``. A failed fsync is final: the
+        # kernel may have dropped the dirty pages and reports the error only once, so a later
+        # fsync could succeed without them.
+        self._sync_lock = threading.Lock()
+        self._sync_error: OSError | None = None
 
     @property
     def is_open(self) -> bool:
@@ -116,7 +136,17 @@ class PooledFile:
         return fd
 
     def sync(self) -> None:
-        """fsync the file if it may hold unsynced writes (any thread)."""
+        """fsync the file if it may hold unsynced writes (any thread); once an fsync of it has
+        failed, every later one fails the same way."""
+        with self._sync_lock:
+            if self._sync_error is not None:
+                error = self._sync_error
+                raise OSError(
+                    error.errno, f"an earlier fsync failed: {error.strerror}", str(self.path)
+                )
+            self._sync_once()
+
+    def _sync_once(self) -> None:
         pool = self.pool
         with pool._lock:
             if not self.dirty or self.closed:
@@ -128,12 +158,12 @@ class PooledFile:
                 self._pins += 1
         try:
             if fd >= 0:
-                os.fsync(fd)
+                self._fsync(fd)
             else:
                 pool._check(self.path)
                 spare = os.open(self.path, self._flags)
                 try:
-                    os.fsync(spare)
+                    self._fsync(spare)
                 finally:
                     os.close(spare)
         except BaseException:
@@ -145,6 +175,13 @@ class PooledFile:
                     self._pins -= 1
                     if self._pins == 0 and self.closed and self._fd >= 0:
                         pool._evict_locked(self)
+
+    def _fsync(self, fd: int) -> None:
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            self._sync_error = exc
+            raise
 
     def release(self) -> None:
         """Close the descriptor now (unless a sync holds it); the file stays usable."""

@@ -150,6 +150,53 @@ def test_a_sync_pins_its_descriptor(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert pool.open_count == 1 and all(h.fd() >= 0 for h in others)
 
 
+def test_a_sync_during_a_failing_fsync_fails_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two flushes of one file at once (two produce requests on a partition): the second must
+    not return as soon as the first cleared ``dirty``: it waits, and fails with the first's
+    EIO. So does every later sync: the kernel reports a writeback error once, and a later
+    fsync succeeding would acknowledge records whose pages were dropped."""
+    pool = FilePool(4)
+    handle = pool.open(tmp_path / "seg", RW_CREATE)
+    os.write(handle.write_fd(), b"acknowledged only once on disk")
+    in_fsync, finish = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def failing_once(fd: int) -> None:
+        calls.append(fd)
+        if len(calls) == 1:
+            in_fsync.set()
+            assert finish.wait(10)
+            raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(file_pool.os, "fsync", failing_once)
+    outcomes: dict[str, BaseException | None] = {}
+
+    def flush(name: str) -> None:
+        try:
+            handle.sync()
+            outcomes[name] = None
+        except OSError as exc:
+            outcomes[name] = exc
+
+    first = threading.Thread(target=flush, args=("first",))
+    first.start()
+    assert in_fsync.wait(10)
+    second = threading.Thread(target=flush, args=("second",))
+    second.start()
+    second.join(0.3)
+    assert "second" not in outcomes  # waiting for the first fsync's outcome
+    finish.set()
+    first.join(10)
+    second.join(10)
+    assert isinstance(outcomes["first"], OSError) and outcomes["first"].errno == errno.EIO
+    assert isinstance(outcomes["second"], OSError) and outcomes["second"].errno == errno.EIO
+    with pytest.raises(OSError, match="earlier fsync failed"):
+        handle.sync()
+    assert len(calls) == 1
+
+
 def test_release_gives_the_descriptor_back(tmp_path: Path) -> None:
     pool = FilePool(4)
     handle = pool.open(tmp_path / "f", RW_CREATE)
