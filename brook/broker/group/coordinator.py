@@ -313,19 +313,7 @@ class GroupCoordinator:
         if error:
             return dict.fromkeys(offsets, error)
         expire = now + retention_time_ms if retention_time_ms != -1 else None
-        results: dict[TopicPartition, int] = {}
-        to_write: dict[TopicPartition, OffsetAndMetadata] = {}
-        for tp, (offset, leader_epoch, metadata) in offsets.items():
-            if metadata is not None and len(metadata) > self.metadata_max_bytes:
-                results[tp] = Errors.OFFSET_METADATA_TOO_LARGE
-                continue
-            to_write[tp] = OffsetAndMetadata(offset, leader_epoch, metadata or "", now, expire)
-            results[tp] = Errors.NONE
-        if to_write:
-            error = await self._write_offsets(group_id, group, to_write)
-            if error:
-                results.update(dict.fromkeys(to_write, error))
-        return results
+        return await self._commit(group_id, group, offsets, now, expire)
 
     async def commit_txn_offsets(
         self,
@@ -356,18 +344,31 @@ class GroupCoordinator:
             )
             if error:
                 return dict.fromkeys(offsets, error)
+        return await self._commit(
+            group_id, group, offsets, now, None, producer=(producer_id, producer_epoch)
+        )
+
+    async def _commit(
+        self,
+        group_id: str,
+        group: Group,
+        offsets: Mapping[TopicPartition, tuple[int, int, str | None]],
+        now: int,
+        expire: int | None,
+        producer: tuple[int, int] | None = None,
+    ) -> dict[TopicPartition, int]:
+        """Write the offsets whose metadata fits (OFFSET_METADATA_TOO_LARGE for the others);
+        an error for each partition."""
         results: dict[TopicPartition, int] = {}
         to_write: dict[TopicPartition, OffsetAndMetadata] = {}
         for tp, (offset, leader_epoch, metadata) in offsets.items():
             if metadata is not None and len(metadata) > self.metadata_max_bytes:
                 results[tp] = Errors.OFFSET_METADATA_TOO_LARGE
                 continue
-            to_write[tp] = OffsetAndMetadata(offset, leader_epoch, metadata or "", now)
+            to_write[tp] = OffsetAndMetadata(offset, leader_epoch, metadata or "", now, expire)
             results[tp] = Errors.NONE
         if to_write:
-            error = await self._write_offsets(
-                group_id, group, to_write, producer=(producer_id, producer_epoch)
-            )
+            error = await self._write_offsets(group_id, group, to_write, producer)
             if error:
                 results.update(dict.fromkeys(to_write, error))
         return results
