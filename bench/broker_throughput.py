@@ -82,8 +82,19 @@ def consume(
         }
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    try:
+        return timed_consume(consumer, records, size)
+    finally:
+        consumer.close()
+
+
+def timed_consume(consumer: Consumer, records: int, size: int) -> float:
+    """MB/s of ``records`` records of ``size`` bytes read by an assigned confluent-kafka
+    consumer, timed from the first record (so connection set-up and librdkafka's
+    prefetching before it are not counted); RuntimeError unless exactly that many arrive
+    within 300 s."""
     seen = 0
-    start = None  # timed from the first record, so connection set-up is not counted
+    start = None
     deadline = time.perf_counter() + 300
     while seen < records and time.perf_counter() < deadline:
         for msg in consumer.consume(10000, 1.0):
@@ -93,11 +104,9 @@ def consume(
                 seen += 1
             elif msg.error().code() != -191:  # partition EOF
                 raise KafkaException(msg.error())
-    elapsed = time.perf_counter() - (start or deadline)
-    consumer.close()
-    if seen < records:
-        raise RuntimeError(f"consumed only {seen} of {records}")
-    return records * size / elapsed / 1e6
+    if seen != records:
+        raise RuntimeError(f"consumed {seen} records, expected {records}")
+    return records * size / (time.perf_counter() - (start or deadline)) / 1e6
 
 
 def run(records: int, size: int, rounds: int) -> dict[str, Any]:
